@@ -175,8 +175,10 @@ func gatherRows(mem memory.Allocator, schema *arrow.Schema, picks []pick) arrow.
 			s.Release()
 		}
 		if err != nil {
-			// Concatenate fails only on offsets overflowing int32, which an 8 MiB chunk
-			// cannot reach; copy row by row rather than fail the merge.
+			// Concatenate fails only on offsets overflowing int32, a column of over 2 GiB in
+			// one chunk; a chunk is sized by the input's average row, so it is bounded by the
+			// input (MergeMaxBytes, 1 GiB by default), not by mergeChunkBytes. Copy row by
+			// row rather than fail the merge.
 			return copyRows(mem, schema, picks)
 		}
 		cols[c] = a

@@ -22,8 +22,8 @@ const MaxPayloadBytes = 256 << 10
 // ScanDemandParams asks for the most indebted stores of one kind, from the demand index.
 type ScanDemandParams struct {
 	Kind string `json:"kind"`
-	// MaxCandidates bounds the targets returned (the sweep passes its MaxStarts; at most
-	// MaxDemandCandidates).
+	// MaxCandidates bounds the targets returned (the sweep passes the starts it has left;
+	// at most MaxDemandCandidates).
 	MaxCandidates int `json:"max_candidates"`
 	// MergeMinGenerations and MaxPendingAge are the sweep's merge thresholds: only stores at
 	// or over one of them (or with a compaction marker) are candidates.

@@ -18,8 +18,8 @@ const (
 	// WalTriggerName (Keyword) says what started the run: one of Triggers.
 	WalTriggerName = "WalTrigger"
 	// WalPendingAtStartName (Int) is the store's pending generations when the run started;
-	// unlike WalPending it is not lowered as the merge reclaims, so a finished run still
-	// shows how far behind the store was.
+	// unlike WalPending, which the chain's end sets to what is left, it keeps that figure, so
+	// a finished run still shows how far behind the store was.
 	WalPendingAtStartName = "WalPendingAtStart"
 	// WalReclaimedName (Int) is the generations the run reclaimed, set when it finishes.
 	WalReclaimedName = "WalReclaimed"

@@ -8,7 +8,8 @@ import (
 	"unicode/utf8"
 )
 
-// Clip is s cut to at most n bytes at a character boundary, with an ellipsis when cut.
+// Clip is s cut to at most n bytes at a character boundary, with "…" (3 bytes more) appended
+// when cut.
 func Clip(s string, n int) string {
 	if len(s) <= n {
 		return s

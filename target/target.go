@@ -165,7 +165,7 @@ func ShardID(instanceID string) string {
 	return uuid.NewSHA1(uuid.NameSpaceOID, []byte(instanceID)).String()
 }
 
-// Clip bounds user-supplied text quoted in error messages (here and in package store).
+// Clip bounds user-supplied text quoted in error messages to 64 bytes and "...".
 func Clip(s string) string {
 	const n = 64
 	if len(s) <= n {

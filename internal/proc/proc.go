@@ -100,8 +100,8 @@ func (p *Proc) Err() error { return p.err }
 func (p *Proc) Output() string { return p.tail.String() }
 
 // Stop sends sig to the process group, waits up to grace for the process to exit, then
-// SIGKILLs the group. It returns nil when the process exited (for whatever reason); calling
-// it again is harmless.
+// SIGKILLs the group. It returns nil when the process had exited or exits within grace, an
+// error when it took SIGKILL (or survived it 30s); calling it again is harmless.
 func (p *Proc) Stop(sig syscall.Signal, grace time.Duration) error {
 	select {
 	case <-p.exited:

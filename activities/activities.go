@@ -97,8 +97,9 @@ func (a *Activities) open(ctx context.Context, target string) (*store.Store, sto
 	return s, t, err
 }
 
-// demandCleanTimeout bounds the demand clean-up a listing does inside its 30 s local
-// activity; the next sweep round's run deletes what it leaves.
+// demandCleanTimeout bounds one best-effort demand clean-up (a missing store's, or an idle
+// one's in ListPendingShards, a 30 s local activity); the next sweep round's run deletes what
+// it leaves.
 const demandCleanTimeout = 10 * time.Second
 
 // openDemanded is open for an activity the sweep starts from the demand index, deleting a

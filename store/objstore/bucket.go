@@ -40,7 +40,8 @@ type backend interface {
 	exists(ctx context.Context, key string) (bool, error)
 	// delete removes the object; an absent one, or a "directory" name, is not an error.
 	delete(ctx context.Context, key string) error
-	// list calls fn for every object under prefix (recursive), in no particular order.
+	// list calls fn for every object under prefix (recursive), in key order, which Walk
+	// promises its callers.
 	list(ctx context.Context, prefix string, fn func(ObjectInfo) error) error
 	// listFrom calls fn for every object under prefix after startAfter, in bytewise key
 	// order, starting the listing there where the storage can, so a caller that stops after

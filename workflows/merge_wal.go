@@ -65,7 +65,8 @@ func MergeWal(ctx workflow.Context, in contract.MergeWalInput) (contract.MergeWa
 		return r.result(), ctx.Err()
 	}
 
-	// Step 3. Hand over to a fresh run if the history grew long, else report.
+	// Step 3. Hand over to a fresh run when one is due (passes per run, Temporal's suggestion
+	// or the run's age), else report.
 	if r.stopping && len(r.todo()) > 0 {
 		r.setPhase(contract.PhaseContinuing)
 		next := r.in

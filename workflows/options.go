@@ -9,8 +9,9 @@ import (
 	"github.com/walkeeper/walkeeper/contract"
 )
 
-// Activity options. Changing any value here changes the commands a workflow issues; the
-// replay tests (testdata/replay) catch the difference.
+// Activity options. Changing a value here changes the commands workflows issue from then on,
+// which the replay tests (testdata/replay) do not catch: replay matches an activity by ID and
+// type only.
 
 func retryPolicy(maxAttempts int32, maxInterval time.Duration) *temporal.RetryPolicy {
 	return &temporal.RetryPolicy{

@@ -15,11 +15,12 @@ const (
 	// SweepNowSignal asks a running window for a round now (`walkeeper schedule trigger`);
 	// the signals that arrived before a round starts are served by that one round.
 	SweepNowSignal = "walkeeper-sweep-now"
-	// WalSweepStartsName (a Double: SQL visibility's 3 Int slots are taken) counts the
-	// workflows this window run started, set only by rounds that start something.
+	// WalSweepStartsName (a Double: SQL visibility's 3 Int slots are taken) is set once, by
+	// the window's first round that starts something, to that round's starts; a continued run
+	// inherits it and MemoSweepRounds keeps the running count.
 	WalSweepStartsName = "WalSweepStarts"
 	// MemoSweepRounds is the memo key of a window run's rounds that started something
-	// (SweepRoundsMemo), set with WalSweepStarts.
+	// (SweepRoundsMemo), set after each of them.
 	MemoSweepRounds = "sweep_rounds"
 )
 

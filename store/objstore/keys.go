@@ -14,7 +14,9 @@ const (
 	maxSegmentBytes = 255  // NAME_MAX of common local filesystems; enforced everywhere for the same reason
 )
 
-// CheckKey enforces the key rules documented on Bucket (ErrInvalidInput otherwise).
+// CheckKey enforces the key rules every backend shares (ErrInvalidInput otherwise): at most
+// maxKeyBytes of UTF-8 without a control character or backslash, in "/"-separated segments
+// that are non-empty, at most maxSegmentBytes, not "." or ".." and not starting tempPrefix.
 func CheckKey(key string) error {
 	if key == "" {
 		return invalidf("empty key")

@@ -12,8 +12,8 @@ import (
 	"github.com/walkeeper/walkeeper/target"
 )
 
-// JSON → Row: DecodeJSON's own tokenizer over the raw body (no reflection, every problem
-// named by row and field).
+// JSON → Row: DecodeJSON splits the raw body with jsonscan, walkeeper's one JSON scanner (no
+// reflection, every problem named by row and field).
 
 // DecodeJSON parses a JSON array of row objects into validated rows, taking a body whole or
 // not at all: every problem (shape, a row over maxRowBytes, unknown, repeated, missing or

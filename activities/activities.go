@@ -27,8 +27,7 @@ type Activities struct {
 	Metrics Metrics
 	// Client starts workflows (StartWorkflows) and tells workflows what their activities are
 	// waiting for (contract.ActivityStateSignal). Without it StartWorkflows fails as
-	// misconfigured and the status query cannot tell a running activity from one waiting
-	// for a slot.
+	// misconfigured and the status query cannot show a budget wait or a retry backoff.
 	Client client.Client
 	// StartConcurrency bounds the starts one StartWorkflows activity has in flight
 	// (0 = DefaultStartConcurrency; at most MaxStartConcurrency, checked by the worker's

@@ -29,7 +29,8 @@ type MergeWalInput struct {
 	// PrepareTimeout bounds one Prepare attempt, budget wait included (default 30m).
 	PrepareTimeout time.Duration `json:"prepare_timeout,omitempty"`
 	// PassesPerWorkflowRun: continue-as-new after this many committed passes (default 100),
-	// or earlier when Temporal suggests it (JSON "passes_per_run", kept for existing callers).
+	// or earlier when Temporal suggests it or the run is half its run timeout old (JSON
+	// "passes_per_run", kept for existing callers).
 	PassesPerWorkflowRun int `json:"passes_per_run,omitempty"`
 	// Carry is progress handed over by continue-as-new; a start that sets it fails
 	// (a run trusts a carry only from its own chain's continue-as-new).

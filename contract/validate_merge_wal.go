@@ -14,7 +14,7 @@ const (
 	DefaultMergeMaxPasses = 1000
 	MaxMergeMaxPasses     = 10_000
 	// DefaultPassesPerWorkflowRun and MaxPassesPerWorkflowRun: committed passes before
-	// continue-as-new (a run also continues when Temporal suggests it).
+	// continue-as-new (a run also continues when Temporal suggests it or at RunContinueAfter).
 	DefaultPassesPerWorkflowRun = 100
 	MaxPassesPerWorkflowRun     = 1000
 	// DefaultPrepareConcurrency and MaxPrepareConcurrency: prepares of one merge at once

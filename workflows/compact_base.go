@@ -14,7 +14,8 @@ import (
 const compactMaxIdlePasses = 3
 
 // CompactBase rewrites target's base runs into fewer runs, one bounded pass at a time on
-// the shared queue, until at most TargetRuns remain or MaxPasses.
+// the shared queue, until at most TargetRuns remain, MaxPasses ran, compactMaxIdlePasses in a
+// row committed nothing, or the run is half its run timeout old.
 func CompactBase(ctx workflow.Context, in contract.CompactBaseInput) (contract.CompactBaseResult, error) {
 	tgt, err := checkTargetInput(ctx, in, "", in.Target, contract.CompactID)
 	if err != nil {

@@ -155,11 +155,11 @@ func (s *Store) writeCompacted(ctx context.Context, acct *memAccount, w io.Write
 	it := newMergeIter(cursors)
 	chunkRows := int(min(max(compactChunkBytes/perRow, 64), parquetRowGroup))
 	picks := make([]pick, 0, chunkRows)
-	pickBytes := int64(cap(picks)) * int64(unsafe.Sizeof(pick{}))
-	if !acct.tryCharge(pickBytes) {
+	picksCharge := int64(cap(picks)) * int64(unsafe.Sizeof(pick{}))
+	if !acct.tryCharge(picksCharge) {
 		return out, fmt.Errorf("compaction of %d runs: %w", len(ins), ErrBudgetBusy)
 	}
-	defer acct.uncharge(pickBytes)
+	defer acct.uncharge(picksCharge)
 	// releaseRetired frees the batches no pick refers to any more.
 	releaseRetired := func() {
 		for _, f := range retired {
@@ -174,6 +174,7 @@ func (s *Store) writeCompacted(ctx context.Context, acct *memAccount, w io.Write
 		}
 		retired, retiredBytes = retired[:0], 0
 	}
+	varCols := varWidthColumns(schema)
 	first, ended := true, false
 	err = writeParquetWith(acct, w, schema, func() (arrow.RecordBatch, error) {
 		if err := acct.err(); err != nil {
@@ -184,7 +185,10 @@ func (s *Store) writeCompacted(ctx context.Context, acct *memAccount, w io.Write
 		}
 		for {
 			picks = picks[:0]
-			for len(picks) < chunkRows && retiredBytes <= compactRetiredMax {
+			// chunkRows comes of the inputs' average row: the byte bound keeps a stretch of
+			// large rows to one chunk's worth too.
+			var chunkBytes int64
+			for len(picks) < chunkRows && chunkBytes < compactChunkBytes && retiredBytes <= compactRetiredMax {
 				h, ok := it.next()
 				f, i := h.f, h.i
 				if ferr != nil {
@@ -199,6 +203,7 @@ func (s *Store) writeCompacted(ctx context.Context, acct *memAccount, w io.Write
 					continue
 				}
 				picks = append(picks, pick{f, i})
+				chunkBytes += pickBytes(pick{f, i}, varCols)
 				seq := f.view.Seq(i)
 				if out.rowsOut == 0 {
 					out.minKey, out.minSeq, out.maxSeq = strings.Clone(f.view.Key(i)), seq, seq

@@ -122,15 +122,45 @@ func runLen(picks []pick) int {
 	return n
 }
 
-// chunkEnd is where the output chunk that starts at picks[off] ends: after chunkRows picks,
-// or earlier at the end of a run of at least minSliceRows that starts the chunk, so that the
-// chunk is a slice of its input.
-func chunkEnd(picks []pick, off, chunkRows int) int {
+// chunkEnd is where the output chunk that starts at picks[off] ends: after chunkRows picks or
+// at the pick that brings its variable-width values to maxBytes, whichever comes first, or
+// earlier at the end of a run of at least minSliceRows that starts the chunk, so that the
+// chunk is a slice of its input. chunkRows comes of the input's average row, so without the
+// byte bound a stretch of large rows among small ones made a chunk many times maxBytes.
+func chunkEnd(picks []pick, off, chunkRows int, maxBytes int64, varCols []int) int {
 	end := min(off+chunkRows, len(picks))
+	var n int64
+	for i := off; i < end; i++ {
+		if n += pickBytes(picks[i], varCols); n >= maxBytes {
+			end = i + 1
+			break
+		}
+	}
 	if r := runLen(picks[off:end]); r >= minSliceRows {
 		return off + r
 	}
 	return end
+}
+
+// varWidthColumns are the indexes of schema's string and binary columns, the ones whose
+// values make one row larger than another.
+func varWidthColumns(schema *arrow.Schema) []int {
+	var cols []int
+	for c, f := range schema.Fields() {
+		if f.Type.ID() == arrow.STRING || f.Type.ID() == arrow.BINARY {
+			cols = append(cols, c)
+		}
+	}
+	return cols
+}
+
+// pickBytes is the value bytes of p's varCols (varWidthColumns of its record's schema).
+func pickBytes(p pick, varCols []int) int64 {
+	var n int64
+	for _, c := range varCols {
+		n += int64(p.f.rec.Column(c).(interface{ ValueLen(int) int }).ValueLen(p.i))
+	}
+	return n
 }
 
 // gatherRows builds the record of picks as a slice, by runs or row by row (see Runs), with
@@ -176,9 +206,8 @@ func gatherRows(mem memory.Allocator, schema *arrow.Schema, picks []pick) arrow.
 		}
 		if err != nil {
 			// Concatenate fails only on offsets overflowing int32, a column of over 2 GiB in
-			// one chunk; a chunk is sized by the input's average row, so it is bounded by the
-			// input (MergeMaxBytes, 1 GiB by default), not by mergeChunkBytes. Copy row by
-			// row rather than fail the merge.
+			// one chunk, which chunkEnd's byte bound keeps far off. Copy row by row rather
+			// than fail the merge.
 			return copyRows(mem, schema, picks)
 		}
 		cols[c] = a

@@ -61,10 +61,10 @@ func TestGatherRowsMatchesRowByRowCopy(t *testing.T) {
 	}
 	// chunkEnd cuts a chunk at the end of a long run that starts it, and nowhere else.
 	long := append(run(d, 0, 1500), run(a, 0, 100)...)
-	require.Equal(t, 1500, chunkEnd(long, 0, 4096))
-	require.Equal(t, 1600, chunkEnd(long, 1500, 4096))
-	require.Equal(t, 1000, chunkEnd(long, 0, 1000))
-	require.Equal(t, 2000, chunkEnd(interleaved, 0, 4096)) // short runs: the whole rest
+	require.Equal(t, 1500, chunkEnd(long, 0, 4096, mergeChunkBytes, nil))
+	require.Equal(t, 1600, chunkEnd(long, 1500, 4096, mergeChunkBytes, nil))
+	require.Equal(t, 1000, chunkEnd(long, 0, 1000, mergeChunkBytes, nil))
+	require.Equal(t, 2000, chunkEnd(interleaved, 0, 4096, mergeChunkBytes, nil)) // short runs: the whole rest
 }
 
 // A merge's concurrent reads get their buffers in plan order: when the reservation holds only

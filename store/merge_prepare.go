@@ -238,6 +238,7 @@ func (s *Store) writeStagedRun(ctx context.Context, acct *memAccount, key string
 		}
 	}
 	schema := s.codec.ArrowSchema()
+	varCols := varWidthColumns(schema)
 	var err error
 	staged.Bytes, err = s.db.bucket.PutFrom(ctx, staged.Path, func(w io.Writer) error {
 		off, started := 0, false
@@ -253,7 +254,7 @@ func (s *Store) writeStagedRun(ctx context.Context, acct *memAccount, key string
 				return nil, nil
 			}
 			started = true
-			end := chunkEnd(picks, off, chunkRows)
+			end := chunkEnd(picks, off, chunkRows, mergeChunkBytes, varCols)
 			rec := gatherRows(acct, schema, picks[off:end])
 			off = end
 			return rec, nil

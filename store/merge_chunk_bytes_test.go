@@ -1,0 +1,65 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/stretchr/testify/require"
+)
+
+// Output chunks are sized from the input's average row, so a stretch of large rows among many
+// small ones made one chunk many times its size: 32 MiB where a merge's is 8 MiB, beyond the
+// footprint the merge reserved, and past 2 GiB of one column the row-by-row copy's int32
+// offsets would wrap. A chunk now also ends at its byte size, in a merge's staged run and in a
+// compaction's output, and the rows read back the same.
+func TestFindingLargeRowsAmongSmallOnesKeepChunksToTheirBytes(t *testing.T) {
+	ctx := context.Background()
+	db, s := newGenericStore(t, "file://"+t.TempDir()+"?nosync=1", "skew", func(o *Options) { o.MergeMaxGenerations = 1 })
+	large := strings.Repeat("L", 256<<10)
+	for g := range 2 {
+		var rs []Row
+		for i := range 3000 {
+			k := fmt.Sprintf("k%05d", i)
+			rs = append(rs, Row{Key: k, Values: []any{k, int64(g), "s"}})
+		}
+		for i := range 200 { // after every small key: one stretch of large rows
+			k := fmt.Sprintf("m%05d", i)
+			rs = append(rs, Row{Key: k, Values: []any{k, int64(g), large}})
+		}
+		appendRows(t, s, rs...)
+		flush(t, s)
+		_, err := s.MergeAll(ctx)
+		require.NoError(t, err)
+	}
+	want := bigList(t, s)
+
+	// largestRowGroup is the most value bytes one row group of a run holds, uncompressed.
+	largestRowGroup := func() int64 {
+		base, err := s.loadBase(ctx)
+		require.NoError(t, err)
+		var most int64
+		for _, r := range base.Runs {
+			data, err := db.bucket.Get(ctx, r.Path)
+			require.NoError(t, err)
+			pf, err := file.NewParquetReader(bytes.NewReader(data))
+			require.NoError(t, err)
+			for i := range pf.NumRowGroups() {
+				most = max(most, pf.MetaData().RowGroup(i).TotalByteSize())
+			}
+			require.NoError(t, pf.Close())
+		}
+		return most
+	}
+	slack := int64(len(large)) + 1<<20 // the row that reaches the bound, and encoding
+	require.LessOrEqual(t, largestRowGroup(), int64(mergeChunkBytes)+slack, "a merge's chunk")
+
+	res, err := s.CompactBase(ctx, CompactParams{MaxRuns: -1})
+	require.NoError(t, err)
+	require.True(t, res.Committed)
+	require.LessOrEqual(t, largestRowGroup(), int64(compactChunkBytes)+slack, "a compaction's chunk")
+	require.Equal(t, want, bigList(t, s))
+}

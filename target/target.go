@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 )
@@ -165,11 +166,15 @@ func ShardID(instanceID string) string {
 	return uuid.NewSHA1(uuid.NameSpaceOID, []byte(instanceID)).String()
 }
 
-// Clip bounds user-supplied text quoted in error messages to 64 bytes and "...".
+// Clip bounds user-supplied text quoted in error messages to 64 bytes, cut at a character
+// boundary, and "...".
 func Clip(s string) string {
-	const n = 64
+	n := 64
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "..."
 }

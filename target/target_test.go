@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 )
@@ -218,4 +219,18 @@ func FuzzParseTarget(f *testing.F) {
 			t.Fatalf("unsafe name %q accepted", tg.Name)
 		}
 	})
+}
+
+// A name quoted in an error is clipped at a character boundary, so the message stays UTF-8
+// however the name's characters fall on the bound.
+func TestClipCutsAtACharacterBoundary(t *testing.T) {
+	for _, s := range []string{strings.Repeat("é", 70), "x" + strings.Repeat("é", 70), strings.Repeat("a", 64), strings.Repeat("a", 65)} {
+		c := Clip(s)
+		if !utf8.ValidString(c) || len(c) > 64+len("...") || !strings.HasPrefix(s, strings.TrimSuffix(c, "...")) {
+			t.Errorf("Clip(%q) = %q", s, c)
+		}
+	}
+	if err := ValidateName(strings.Repeat("é", 70)); err == nil || !utf8.ValidString(err.Error()) {
+		t.Errorf("ValidateName of 70 é: %v", err)
+	}
 }

@@ -270,7 +270,9 @@ func (e *sweepWindowForeign) Is(target error) bool { return target == ErrSweepWi
 func cancelSweepWindows(ctx context.Context, c client.Client, windows []client.ScheduleWorkflowExecution) error {
 	var refused *sweepWindowForeign
 	for _, w := range windows {
-		why, err := cancelSweepWindow(ctx, c, w)
+		_, why, err := onSweepWindow(ctx, c, w, func(runID string) error {
+			return wrapUnlessNotFound("cancel", w.WorkflowID, c.CancelWorkflow(ctx, w.WorkflowID, runID))
+		})
 		switch {
 		case err != nil:
 			return err
@@ -285,15 +287,6 @@ func cancelSweepWindows(ctx context.Context, c client.Client, windows []client.S
 		return refused
 	}
 	return nil
-}
-
-// cancelSweepWindow requests the cancellation of window w when it is the SweepWindow the
-// schedule started (onSweepWindow), and otherwise says why not.
-func cancelSweepWindow(ctx context.Context, c client.Client, w client.ScheduleWorkflowExecution) (why string, err error) {
-	_, why, err = onSweepWindow(ctx, c, w, func(runID string) error {
-		return wrapUnlessNotFound("cancel", w.WorkflowID, c.CancelWorkflow(ctx, w.WorkflowID, runID))
-	})
-	return why, err
 }
 
 // onSweepWindow calls act with the run ID of the workflow running under window w's ID once a

@@ -3,6 +3,7 @@ package worker
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"reflect"
 	"slices"
@@ -98,17 +99,14 @@ func checkValue(dec *json.Decoder, t reflect.Type) error {
 // unknownMember is the 400 for a member a struct does not have, naming the member it
 // differs from only in case when there is one.
 func unknownMember(name string, members map[string]reflect.Type) error {
-	names := make([]string, 0, len(members))
 	for m := range members {
 		if strings.EqualFold(m, name) {
 			return newAPIError(http.StatusBadRequest, CodeInvalidInput,
 				"unknown member %q: member names are case-sensitive (did you mean %q?)", clipText(name), m)
 		}
-		names = append(names, m)
 	}
-	slices.Sort(names)
 	return newAPIError(http.StatusBadRequest, CodeInvalidInput,
-		"unknown member %q (want %s)", clipText(name), strings.Join(names, ", "))
+		"unknown member %q (want %s)", clipText(name), strings.Join(slices.Sorted(maps.Keys(members)), ", "))
 }
 
 // shape is what a JSON object (object) or array decoded into t may hold: a struct's exact

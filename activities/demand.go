@@ -273,7 +273,7 @@ func (a *Activities) ReconcilePage(ctx context.Context, p contract.ReconcilePage
 			if err != nil && ctx.Err() == nil {
 				res.Counts.Unreadable++
 				if len(res.Problems) < contract.MaxReconcileUnreadable {
-					res.Problems = append(res.Problems, contract.StoreProblem{Target: info.Target.String(), Error: contract.FailureText(err.Error()), ErrorType: ErrorType(err)})
+					res.Problems = append(res.Problems, storeProblem(info.Target.String(), err))
 				}
 				a.logger().Warn("demand reconcile skipped a store", zap.String("target", info.Target.String()), zap.Error(err))
 			}
@@ -302,6 +302,13 @@ func (a *Activities) RecordMaintenance(ctx context.Context, p contract.RecordMai
 	}
 	activity.GetLogger(ctx).Info("maintenance run succeeded", "workflow", p.Workflow)
 	return nil
+}
+
+// storeProblem is err as a reconcile page reports it for store t, its text cut so that its
+// JSON takes at most MaxFailureTextBytes: MaxReconcileUnreadable of them fit a payload even
+// when every byte of the text is escaped (a quoted XML error body).
+func storeProblem(t string, err error) contract.StoreProblem {
+	return contract.StoreProblem{Target: t, Error: contract.FailureTextJSON(err.Error()), ErrorType: ErrorType(err)}
 }
 
 // guardPayload refuses a result larger than contract.MaxPayloadBytes with a non-retryable

@@ -110,7 +110,8 @@ type ReconcilePageParams struct {
 
 // StoreProblem is one store reconcile could not read.
 type StoreProblem struct {
-	Target    string `json:"target"`
+	Target string `json:"target"`
+	// Error is cut by FailureTextJSON, so MaxReconcileUnreadable problems fit one payload.
 	Error     string `json:"error"`
 	ErrorType string `json:"error_type,omitempty"`
 }

@@ -80,9 +80,20 @@ const MaxStartErrorBytes = 128
 // StartError is err's text for a StartOutcome, cut on a rune boundary with "…" so its JSON
 // encoding takes at most MaxStartErrorBytes. Pure.
 func StartError(err error) string {
-	msg := err.Error()
+	return clipJSON(err.Error(), MaxStartErrorBytes)
+}
+
+// FailureTextJSON is s cut on a rune boundary with "…" so that its JSON encoding, escapes
+// included, takes at most MaxFailureTextBytes: FailureText bounds the bytes, which escaping
+// can grow sixfold, so a list of them in one payload needs this bound. Pure.
+func FailureTextJSON(s string) string {
+	return clipJSON(s, MaxFailureTextBytes)
+}
+
+// clipJSON is msg cut on a rune boundary with "…" so its JSON encoding takes at most budget
+// bytes, quotes aside. Pure.
+func clipJSON(msg string, budget int) string {
 	const ellipsis = "…"
-	budget := MaxStartErrorBytes
 	n, cut := 0, -1 // cut: where to stop if the whole message does not fit
 	for i := 0; i < len(msg); {
 		_, size := utf8.DecodeRuneInString(msg[i:])

@@ -182,8 +182,8 @@ const MaxResultShards = 32
 const MaxCarryErrorBytes = 128
 
 // MaxStatusShards bounds the shards a status answer lists and MaxStatusErrorBytes each one's
-// error, so the answer stays under MaxPayloadBytes; 128 covers every shard a run has in
-// flight.
+// error as JSON encodes it (escapes included), so the answer stays under MaxPayloadBytes; 128
+// covers every shard a run has in flight.
 const (
 	MaxStatusShards     = 128
 	MaxStatusErrorBytes = 1 << 10
@@ -196,13 +196,13 @@ func statusRank(phase string) int {
 
 // CapShards is st with at most n shards listed, those in flight first, then the failed,
 // queued and done ones, each group in the order st lists them, and every listed error cut
-// to MaxStatusErrorBytes; ShardsOmitted counts the rest. Pure.
+// to MaxStatusErrorBytes of JSON; ShardsOmitted counts the rest. Pure.
 func (st MergeWalStatus) CapShards(n int) MergeWalStatus {
 	all := slices.Clone(st.Shards)
 	slices.SortStableFunc(all, func(a, b ShardStatus) int { return statusRank(a.Phase) - statusRank(b.Phase) })
 	st.Shards = all[:min(n, len(all))]
 	for i := range st.Shards {
-		st.Shards[i].Error = Clip(st.Shards[i].Error, MaxStatusErrorBytes-len("…"))
+		st.Shards[i].Error = clipJSON(st.Shards[i].Error, MaxStatusErrorBytes)
 	}
 	st.ShardsOmitted = len(all) - len(st.Shards)
 	return st

@@ -90,3 +90,30 @@ func TestMergeWalCarryBoundedAtScale(t *testing.T) {
 	next := contract.MergeWalInput{Target: "generic:gs", Carry: c}
 	require.NoError(t, next.WithDefaults().Validate())
 }
+
+// TestFindingStatusOfEscapedErrorsFitsItsPayload: the status answer stays under
+// MaxPayloadBytes when every listed error is of characters JSON escapes (an XML error body's
+// '<', '>', '&'), where each failed shard's 1 KiB of text encoded to 6 KiB; the shards in
+// flight back off after such errors too.
+func TestFindingStatusOfEscapedErrorsFitsItsPayload(t *testing.T) {
+	tgt, err := target.ParseTarget("generic:" + strings.Repeat("n", 128))
+	require.NoError(t, err)
+	r := &mergeRun{target: tgt, tr: &tracker{onChange: func() {}, originalRunID: strings.Repeat("r", 36)}, phase: contract.PhaseMerging, workflowRun: 1}
+	escaped := contract.FailureText(strings.Repeat("<", contract.MaxFailureTextBytes+1))
+	for i := range contract.MaxCarriedShards {
+		shard := fmt.Sprintf("%064d", i)
+		sh := &shardRun{res: contract.ShardMergeResult{Shard: shard, Finished: true, Error: escaped}, phase: contract.ShardFailed}
+		if i < contract.MaxPrepareConcurrency {
+			sh.res = contract.ShardMergeResult{Shard: shard, Pending: 5}
+			sh.phase, sh.queue = contract.ShardPreparing, contract.ShardQueue(shard)
+			w := r.tr.newWatch(contract.PrepareActivity, shard, sh.queue)
+			w.state, w.attempt, w.lastErr = contract.ActivityStateRetrying, 1<<30, escaped
+			r.tr.inflight = append(r.tr.inflight, w)
+		}
+		r.shards = append(r.shards, sh)
+	}
+	b, err := json.Marshal(r.status())
+	require.NoError(t, err)
+	t.Logf("status of %d shards with escaped errors: %d bytes", len(r.shards), len(b))
+	require.LessOrEqual(t, len(b), contract.MaxPayloadBytes)
+}

@@ -150,7 +150,8 @@ func (r *reporter) finish(err error) {
 		return
 	}
 	if err != nil && r.willRetry(err) {
-		r.signal(contract.ActivityStateRetrying, err.Error(), func(string) bool { return true })
+		// Each retry's signal is a history event: its text is cut as the workflow keeps it.
+		r.signal(contract.ActivityStateRetrying, contract.FailureTextJSON(err.Error()), func(string) bool { return true })
 	}
 	r.mu.Lock()
 	close(r.signals)

@@ -2,7 +2,9 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -48,9 +50,9 @@ func (r *signalRecorder) states() []string {
 	return out
 }
 
-// runBackoffProbe runs an activity whose first attempt fails into a retry and returns the
-// states it signalled.
-func runBackoffProbe(t *testing.T) *signalRecorder {
+// runBackoffProbe runs an activity whose first attempt fails with first into a retry and
+// returns the states it signalled.
+func runBackoffProbe(t *testing.T, first error) *signalRecorder {
 	rec := newSignalRecorder()
 	a := &Activities{Client: rec}
 	probe := func(ctx context.Context) error {
@@ -58,7 +60,7 @@ func runBackoffProbe(t *testing.T) *signalRecorder {
 		time.Sleep(50 * time.Millisecond) // past the (tiny) notify threshold
 		var err error
 		if activity.GetInfo(ctx).Attempt == 1 {
-			err = ToTemporal(fmt.Errorf("first generation: %w", store.ErrBudgetBusy))
+			err = ToTemporal(first)
 		}
 		rep.finish(err)
 		return err
@@ -78,11 +80,25 @@ func runBackoffProbe(t *testing.T) *signalRecorder {
 
 // A pass that runs straight through signals nothing; the backoff and the next attempt go out.
 func TestReporterSignalsBackoffAndNextAttempt(t *testing.T) {
-	rec := runBackoffProbe(t)
+	rec := runBackoffProbe(t, fmt.Errorf("first generation: %w", store.ErrBudgetBusy))
 	require.Equal(t, []string{"retrying@1", "running@2"}, rec.states())
 	rec.mu.Lock()
 	require.Contains(t, rec.got[0].Error, "merge memory budget busy")
 	rec.mu.Unlock()
+}
+
+// A retry's signal carries its error cut to MaxFailureTextBytes of JSON, where it carried the
+// whole text, a signal and a history event per retry of up to a payload's size (the workflow
+// kept 4 KiB of it).
+func TestFindingBackoffSignalCutsItsError(t *testing.T) {
+	rec := runBackoffProbe(t, fmt.Errorf("first generation: %s: %w", strings.Repeat("<", contract.MaxPayloadBytes), store.ErrBudgetBusy))
+	require.Equal(t, []string{"retrying@1", "running@2"}, rec.states())
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	raw, err := json.Marshal(rec.got[0])
+	require.NoError(t, err)
+	require.Less(t, len(raw), contract.MaxFailureTextBytes+256)
+	require.True(t, strings.HasPrefix(rec.got[0].Error, "first generation: <<<"), "%.40s", rec.got[0].Error)
 }
 
 func TestReporterStaysQuietWithoutNotifyAfter(t *testing.T) {

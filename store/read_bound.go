@@ -341,12 +341,6 @@ func (s *Store) listGroup(g *readGroup, first int, after string, max int, maxByt
 
 // mergeCandidates merges two key-ordered candidate lists, keeping the newer version of a key.
 func mergeCandidates(a, b []listCandidate) []listCandidate {
-	if len(a) == 0 {
-		return b
-	}
-	if len(b) == 0 {
-		return a
-	}
 	out := make([]listCandidate, 0, len(a)+len(b))
 	for len(a) > 0 && len(b) > 0 {
 		switch {

@@ -44,12 +44,11 @@ func (c *chain) latest(ctx context.Context) (uint64, []byte, error) {
 	c.mu.Lock()
 	v, raw := c.hint, c.hintRaw
 	c.mu.Unlock()
+	var err error
 	if v == 0 {
-		lv, lraw, err := c.listLatest(ctx)
-		if err != nil {
+		if v, raw, err = c.listLatest(ctx); err != nil {
 			return 0, nil, err
 		}
-		v, raw = lv, lraw
 	}
 	for steps := 0; ; steps++ {
 		if steps == 8 {
@@ -92,11 +91,9 @@ func (c *chain) latest(ctx context.Context) (uint64, []byte, error) {
 		break
 	}
 	if v > 0 && raw == nil {
-		got, err := c.get(ctx, v)
-		if err != nil {
+		if raw, err = c.get(ctx, v); err != nil {
 			return 0, nil, err
 		}
-		raw = got
 	}
 	c.advance(v, raw, nil)
 	return v, raw, nil

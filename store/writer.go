@@ -358,9 +358,7 @@ func (w *writer) replay(ctx context.Context, pos uint64) error {
 			}
 			seq := view.Seq(i)
 			w.active.add(memRow{row: row, seq: seq, deleted: view.Deleted(i)})
-			if seq > w.lastSeq {
-				w.lastSeq = seq
-			}
+			w.lastSeq = max(w.lastSeq, seq)
 		}
 	}
 	w.active.maxPos = pos

@@ -387,11 +387,7 @@ func (s *Store) listOnce(ctx context.Context, opts ListOptions) (ListPage, error
 	it := newMergeIter(cursors)
 	page := ListPage{Rows: []map[string]any{}}
 	var size int64
-	for {
-		h, ok := it.next()
-		if !ok {
-			break
-		}
+	for h, ok := it.next(); ok; h, ok = it.next() {
 		best := h.version()
 		if best.deleted {
 			continue

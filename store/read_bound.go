@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -489,23 +490,17 @@ func roundCut(cands []listCandidate, per int, room int64) int {
 func (s *Store) renderPage(ctx context.Context, srcs []readSource, memRows []*memEntry, picked []listCandidate) ([]map[string]any, error) {
 	rows := make([]map[string]any, len(picked))
 	bySrc := map[int][]int{} // source -> indexes into picked
-	var need []int
 	for k, c := range picked {
 		switch {
 		case c.rendered != nil:
 			rows[k] = c.rendered
-			continue
 		case c.src < 0:
 			rows[k] = rowcodec.RowToJSON(s.meta.Schema, memRows[c.row].r.row)
-			continue
+		default:
+			bySrc[c.src] = append(bySrc[c.src], k)
 		}
-		if _, ok := bySrc[c.src]; !ok {
-			need = append(need, c.src)
-		}
-		bySrc[c.src] = append(bySrc[c.src], k)
 	}
-	slices.Sort(need)
-	for chunk := range slices.Chunk(need, readFanIn) {
+	for chunk := range slices.Chunk(slices.Sorted(maps.Keys(bySrc)), readFanIn) {
 		grp := make([]readSource, len(chunk))
 		for j, si := range chunk {
 			grp[j] = srcs[si]

@@ -229,8 +229,7 @@ func (db *DB) evict(ctx context.Context, c evictClaim, reason string) (evicted b
 	if w != nil {
 		err = w.retire(ctx)
 	}
-	// On failure the rows may be in the WAL only: the store stays resident with the dead
-	// writer, whose rows reads still see, until a flush or eviction seals them.
+	// On failure the rows may be in the WAL only: the store stays resident until they are sealed.
 	db.mu.Lock()
 	delete(db.leaving, s.target)
 	if err != nil {

@@ -29,6 +29,7 @@ func benchDBAt(b *testing.B, url string, tweak ...func(*Options)) (*DB, string) 
 	}
 	opts := DefaultOptions()
 	opts.InstanceID = "bench"
+	opts.MaxAppendRows = 0 // a benchmark appends a generation at once; the cap guards clients
 	for _, f := range tweak {
 		f(&opts)
 	}
@@ -304,7 +305,10 @@ func BenchmarkCommitLockHold(b *testing.B) {
 				if backend == "mem" {
 					url = fmt.Sprintf("mem://bench-lock-%s-%d", size.name, testURLSeq.Add(1))
 				}
-				db, _ := benchDBAt(b, url, func(o *Options) { o.MergeMaxGenerations = 0; o.MergeMaxBytes = 0 })
+				db, _ := benchDBAt(b, url, func(o *Options) {
+					o.MergeMaxGenerations, o.MergeMaxBytes = 0, 0
+					o.MemtableBytes = 2 * int64(size.bytes) // the merge's rows are one append
+				})
 				s := benchStore(b, db, "lock")
 				ctx := context.Background()
 				payload := strings.Repeat("x", 4096)

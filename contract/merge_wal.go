@@ -177,9 +177,16 @@ type ShardStatus struct {
 // failed one up to MaxFailureTextBytes more.
 const MaxResultShards = 32
 
-// MaxCarryErrorBytes bounds each shard's failure text in a MergeWal carry, so that
-// MaxCarriedShards shards carry about 1.6 MB, under the 2 MiB Temporal refuses a payload at.
+// MaxCarryErrorBytes bounds each shard's failure text in a MergeWal carry as JSON encodes it
+// (escapes included, CarryErrorText), so that MaxCarriedShards shards carry about 1.6 MB,
+// under the 2 MiB Temporal refuses a payload at.
 const MaxCarryErrorBytes = 128
+
+// CarryErrorText is s cut on a rune boundary with "…" so that its JSON encoding takes at most
+// MaxCarryErrorBytes: a byte bound lets escaping grow a carry of failed shards sixfold. Pure.
+func CarryErrorText(s string) string {
+	return clipJSON(s, MaxCarryErrorBytes)
+}
 
 // MaxStatusShards bounds the shards a status answer lists and MaxStatusErrorBytes each one's
 // error as JSON encodes it (escapes included), so the answer stays under MaxPayloadBytes; 128

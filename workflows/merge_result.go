@@ -1,6 +1,10 @@
 package workflows
 
-import "github.com/walkeeper/walkeeper/contract"
+import (
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/walkeeper/walkeeper/contract"
+)
 
 // resultCappedChange is the GetVersion change ID of a MergeWal result that lists at most
 // contract.MaxResultShards shards; before it, a result of every shard outgrew one payload.
@@ -10,13 +14,43 @@ const resultCappedChange = "merge-result-capped"
 // text to contract.MaxCarryErrorBytes; only a run that continues as new records its marker.
 const carryBoundedChange = "merge-carry-bounded"
 
+// carryJSONBoundedChange is the GetVersion change ID of a carry that cuts each shard's
+// failure text to contract.MaxCarryErrorBytes of JSON, escapes included, where
+// carryBoundedChange cut bytes of text that escaping grows sixfold; only a run that
+// continues as new reads it.
+const carryJSONBoundedChange = "merge-carry-json-bounded"
+
+// carryCut is how a carry cuts each shard's failure text.
+type carryCut int
+
+const (
+	carryUncut   carryCut = iota // the whole text (before carryBoundedChange)
+	carryTextCut                 // contract.MaxCarryErrorBytes of text (carryBoundedChange)
+	carryJSONCut                 // contract.MaxCarryErrorBytes of JSON (carryJSONBoundedChange)
+)
+
+// carryCutOf is the cut of this run's carry: the newest gate first, so a run that records
+// carryJSONBoundedChange needs no marker of the older change.
+func carryCutOf(ctx workflow.Context) carryCut {
+	switch {
+	case gated(ctx, carryJSONBoundedChange):
+		return carryJSONCut
+	case gated(ctx, carryBoundedChange):
+		return carryTextCut
+	}
+	return carryUncut
+}
+
 // carry is what this run hands to its successor over continue-as-new: every shard's result,
-// with each failure text cut to contract.MaxCarryErrorBytes when bounded.
-func (r *mergeRun) carry(bounded bool) *contract.MergeWalCarry {
+// with each failure text cut as cut says.
+func (r *mergeRun) carry(cut carryCut) *contract.MergeWalCarry {
 	shards := r.shardResults()
-	if bounded {
-		for i := range shards {
+	for i := range shards {
+		switch cut {
+		case carryTextCut:
 			shards[i].Error = contract.Clip(shards[i].Error, contract.MaxCarryErrorBytes-len("…"))
+		case carryJSONCut:
+			shards[i].Error = contract.CarryErrorText(shards[i].Error)
 		}
 	}
 	return &contract.MergeWalCarry{WorkflowRuns: r.workflowRun, Shards: shards, PendingAtStart: r.pendingAtStart,

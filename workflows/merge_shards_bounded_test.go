@@ -62,13 +62,13 @@ func planBoundedAtScale(t *testing.T, ctx workflow.Context) {
 		}
 		r.plan(listingOf(from))
 		require.LessOrEqual(t, len(r.shards), contract.MaxCarriedShards)
-		next := contract.MergeWalInput{Target: "generic:gs", Carry: r.carry(true)}
+		next := contract.MergeWalInput{Target: "generic:gs", Carry: r.carry(carryJSONCut)}
 		require.NoError(t, next.WithDefaults().Validate(), "carry after listing from shard %d", from)
 	}
 	require.Len(t, r.shards, contract.MaxCarriedShards)
 
 	// The run continues as new: the carried shards stay; the new ones wait.
-	cont := planRun(t, ctx, true, r.carry(true))
+	cont := planRun(t, ctx, true, r.carry(carryJSONCut))
 	last := listingOf(3 * contract.MaxCarriedShards)
 	cont.plan(last)
 	require.Len(t, cont.shards, contract.MaxCarriedShards)

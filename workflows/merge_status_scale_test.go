@@ -76,10 +76,10 @@ func TestMergeWalCarryBoundedAtScale(t *testing.T) {
 		r.shards = append(r.shards, &shardRun{res: res})
 	}
 
-	uncut, err := json.Marshal(r.carry(false))
+	uncut, err := json.Marshal(r.carry(carryUncut))
 	require.NoError(t, err)
 	require.Greater(t, len(uncut), temporalBlobSizeLimitError, "the scale passes the limit without the cut")
-	c := r.carry(true)
+	c := r.carry(carryJSONCut)
 	b, err := json.Marshal(c)
 	require.NoError(t, err)
 	require.LessOrEqual(t, len(b), temporalBlobSizeLimitError, "carry of %d shards", len(c.Shards))
@@ -116,4 +116,39 @@ func TestFindingStatusOfEscapedErrorsFitsItsPayload(t *testing.T) {
 	require.NoError(t, err)
 	t.Logf("status of %d shards with escaped errors: %d bytes", len(r.shards), len(b))
 	require.LessOrEqual(t, len(b), contract.MaxPayloadBytes)
+}
+
+// TestFindingCarryOfEscapedErrorsFitsABlob: a run of MaxCarriedShards shards, all but one
+// failed with errors of characters JSON escapes (an XML error body's '<', '>', '&', control
+// bytes), hands over a carry under the 2 MiB Temporal refuses a continue-as-new's input at,
+// where 128 bytes of such text each encoded to 768 and the carry to over 4 MB.
+func TestFindingCarryOfEscapedErrorsFitsABlob(t *testing.T) {
+	tgt, err := target.ParseTarget("generic:" + strings.Repeat("n", 128))
+	require.NoError(t, err)
+	r := &mergeRun{target: tgt, tr: &tracker{onChange: func() {}}, workflowRun: contract.MaxCarriedRuns, pendingAtStart: 1 << 62}
+	escaped := contract.FailureText(strings.Repeat("<&>\x01", contract.MaxFailureTextBytes))
+	for i := range contract.MaxCarriedShards {
+		res := contract.ShardMergeResult{Shard: fmt.Sprintf("%064d", i), Reclaimed: 1 << 62, Passes: 1000,
+			BaseVersion: 1 << 62, Restarts: 1 << 30, SharedQueue: true, Finished: true, Error: escaped,
+			ErrorType: contract.ErrTypeStalePreparation, Permanent: true, BytesMerged: 1 << 62}
+		if i == 0 {
+			res.Finished, res.Error, res.ErrorType, res.Permanent, res.Pending = false, "", "", false, 1<<62
+		}
+		r.shards = append(r.shards, &shardRun{res: res})
+	}
+
+	text, err := json.Marshal(r.carry(carryTextCut))
+	require.NoError(t, err)
+	c := r.carry(carryJSONCut)
+	b, err := json.Marshal(c)
+	require.NoError(t, err)
+	t.Logf("carry of %d shards with escaped errors: %d bytes cut to text, %d bytes cut to JSON", len(c.Shards), len(text), len(b))
+	require.Greater(t, len(text), temporalBlobSizeLimitError, "the text cut passes the limit at this scale")
+	require.LessOrEqual(t, len(b), temporalBlobSizeLimitError, "carry of %d shards", len(c.Shards))
+	e, err := json.Marshal(c.Shards[1].Error)
+	require.NoError(t, err)
+	require.LessOrEqual(t, len(e)-2, contract.MaxCarryErrorBytes)
+	require.NotEmpty(t, c.Shards[1].Error)
+	next := contract.MergeWalInput{Target: "generic:" + strings.Repeat("n", 128), Carry: c}
+	require.NoError(t, next.WithDefaults().Validate())
 }

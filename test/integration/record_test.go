@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -570,6 +571,59 @@ func TestRecordReplayHistoriesCarryBounded(t *testing.T) {
 	if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join(outDir, name)); err != nil {
 		t.Errorf("replay %s: %v", name, err)
 	}
+}
+
+// TestRecordReplayHistoriesCarryJSONBounded records merge-wal-carry-json-bounded.json (alone
+// with -run TestRecordReplayHistoriesCarryJSONBounded): the first run of a two-shard MergeWal
+// on the merge-carry-json-bounded path that continues as new after one pass, with the shard
+// that sorts last failed by a long error of characters JSON escapes, so its carry holds that
+// error cut to contract.MaxCarryErrorBytes of JSON.
+func TestRecordReplayHistoriesCarryJSONBounded(t *testing.T) {
+	e, outDir := recordingEnv(t, "merge-wal-carry-json-bounded.json")
+	const target = "generic:replay-carry-json"
+	da, db := e.openDB("rec-carry-json-a", nil), e.openDB("rec-carry-json-b", nil)
+	e.writeGenerations(e.createStore(da, target), "a", 2, 2)
+	e.writeGenerations(e.createStore(db, target), "b", 2, 2)
+	failing := max(da.Shard(), db.Shard())
+	long := "failed for the recording: " + strings.Repeat("<Error><Code>AccessDenied</Code></Error>\n", 20)
+	e.startHarness(harnessOptions{Shared: da, Shards: []*store.DB{da, db}, Register: func(r tworker.ActivityRegistry, a *activities.Activities) {
+		activities.Register(r, a)
+		r.RegisterActivityWithOptions(func(ctx context.Context, p contract.PrepareParams) (contract.PrepareResult, error) {
+			if p.Shard == failing {
+				return contract.PrepareResult{}, temporal.NewNonRetryableApplicationError(long, contract.ErrTypeCorruptData, nil)
+			}
+			return a.Prepare(ctx, p)
+		}, activity.RegisterOptions{Name: contract.PrepareActivity, DisableAlreadyRegisteredCheck: true})
+	}})
+
+	one := 1
+	run := e.startMerge(target, contract.MergeWalInput{MaxGenerations: &one, PassesPerWorkflowRun: 1})
+	firstRunID := run.GetRunID() // Get follows the chain and moves GetRunID to its last run
+	res := e.mergeResult(run, waitLong)
+	if res.WorkflowRuns < 2 || res.ShardsFailed != 1 || res.Shards[0].Shard != failing || !carriedJSONCut(res.Shards[0].Error) {
+		t.Fatalf("result %+v; want a chain of 2 or more runs, the failed shard %s first with its error cut to %d bytes of JSON", res, failing, contract.MaxCarryErrorBytes)
+	}
+	name := "merge-wal-carry-json-bounded.json"
+	n := e.saveHistory(filepath.Join(outDir, name), run.GetID(), firstRunID)
+	t.Logf("%s: %d events", name, n)
+	events, err := actioncount.History(e.ctx(time.Minute), e.c, run.GetID(), firstRunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if versionMarkers(t, events, "merge-carry-json-bounded") == 0 {
+		t.Errorf("%s has no merge-carry-json-bounded marker", name)
+	}
+	replayer := tworker.NewWorkflowReplayer()
+	workflows.Register(replayer)
+	if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join(outDir, name)); err != nil {
+		t.Errorf("replay %s: %v", name, err)
+	}
+}
+
+// carriedJSONCut reports whether text was cut by a carry to contract.MaxCarryErrorBytes of JSON.
+func carriedJSONCut(text string) bool {
+	b, err := json.Marshal(text)
+	return err == nil && len(b)-2 <= contract.MaxCarryErrorBytes && strings.HasSuffix(text, "…")
 }
 
 // TestRecordReplayHistoriesShardsBounded records merge-wal-shards-bounded.json (alone with

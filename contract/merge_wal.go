@@ -233,3 +233,14 @@ func (res MergeWalResult) CapShards(n int) MergeWalResult {
 	res.ShardsOmitted = len(all) - len(res.Shards)
 	return res
 }
+
+// CutErrors is res with each listed shard's error cut to MaxFailureTextBytes of JSON
+// (FailureTextJSON), so that MaxResultShards failed shards stay under MaxPayloadBytes where
+// escaping grows 4 KiB of text to 24 KiB. Pure.
+func (res MergeWalResult) CutErrors() MergeWalResult {
+	res.Shards = slices.Clone(res.Shards)
+	for i := range res.Shards {
+		res.Shards[i].Error = FailureTextJSON(res.Shards[i].Error)
+	}
+	return res
+}

@@ -10,6 +10,11 @@ import (
 // contract.MaxResultShards shards; before it, a result of every shard outgrew one payload.
 const resultCappedChange = "merge-result-capped"
 
+// resultErrorsCutChange is the GetVersion change ID of a MergeWal result whose listed errors
+// are each cut to contract.MaxFailureTextBytes of JSON, escapes included, where the bytes of
+// text escaping grows sixfold made 32 failed shards over 700 KiB.
+const resultErrorsCutChange = "merge-result-errors-cut"
+
 // carryBoundedChange is the GetVersion change ID of a carry that cuts each shard's failure
 // text to contract.MaxCarryErrorBytes; only a run that continues as new records its marker.
 const carryBoundedChange = "merge-carry-bounded"

@@ -104,3 +104,27 @@ func TestMergeWalCarriesEveryShardPastTheResultCap(t *testing.T) {
 	next := continueAsNewInput(t, env.GetWorkflowError())
 	require.Len(t, next.Carry.Shards, contract.MaxResultShards+8)
 }
+
+// TestFindingResultOfEscapedErrorsFitsItsPayload: a MergeWal result of MaxCarriedShards
+// failed shards whose errors are of characters JSON escapes (an XML error body's '<', '>',
+// '&', control bytes) stays under MaxPayloadBytes, where the 32 listed shards' 4 KiB of
+// text each encoded to 24 KiB and the result to over 700 KiB.
+func TestFindingResultOfEscapedErrorsFitsItsPayload(t *testing.T) {
+	tgt, err := target.ParseTarget("generic:" + strings.Repeat("n", 128))
+	require.NoError(t, err)
+	r := &mergeRun{target: tgt, tr: &tracker{}, resultCapped: true, resultErrorsCut: true, workflowRun: contract.MaxCarriedRuns, pendingAtStart: 1 << 62}
+	escaped := contract.FailureText(strings.Repeat("<&>\x01", contract.MaxFailureTextBytes))
+	for i := range contract.MaxCarriedShards {
+		r.shards = append(r.shards, &shardRun{res: contract.ShardMergeResult{Shard: fmt.Sprintf("%064d", i), Reclaimed: 1 << 40,
+			Passes: 1000, BaseVersion: 1 << 62, Restarts: 1 << 30, SharedQueue: true, Finished: true, MaxPassesReached: true,
+			Error: escaped, ErrorType: contract.ErrTypeStalePreparation, Permanent: true, BytesMerged: 1 << 40}})
+	}
+	res := r.result()
+	raw, err := json.Marshal(res)
+	require.NoError(t, err)
+	t.Logf("result of %d failed shards with escaped errors: %d bytes", len(r.shards), len(raw))
+	require.LessOrEqual(t, len(raw), contract.MaxPayloadBytes)
+	require.Len(t, res.Shards, contract.MaxResultShards)
+	require.Equal(t, contract.MaxCarriedShards, res.ShardsFailed)
+	require.NotEmpty(t, res.Shards[0].Error)
+}

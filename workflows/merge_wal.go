@@ -107,6 +107,7 @@ type mergeRun struct {
 	hotRoundsCommitOnce bool
 	abortsSurviveCancel bool
 	resultCapped        bool
+	resultErrorsCut     bool
 	shardsBounded       bool
 	abortCountsOwnPass  bool
 	// preparing counts the passes of the current round that may still ask for a commit;
@@ -151,6 +152,7 @@ func newMergeRun(ctx workflow.Context, in contract.MergeWalInput, tgt target.Tar
 	r.resultCapped = gated(ctx, resultCappedChange)
 	r.shardsBounded = gated(ctx, shardsBoundedChange)
 	r.abortCountsOwnPass = gated(ctx, abortCountsOwnPassChange)
+	r.resultErrorsCut = gated(ctx, resultErrorsCutChange)
 	return r
 }
 
@@ -538,7 +540,10 @@ func (r *mergeRun) result() contract.MergeWalResult {
 	res.PendingAtStart = max(0, r.pendingAtStart)
 	res.Actions = r.actions()
 	if r.resultCapped {
-		return res.CapShards(contract.MaxResultShards)
+		res = res.CapShards(contract.MaxResultShards)
+	}
+	if r.resultErrorsCut {
+		res = res.CutErrors()
 	}
 	return res
 }

@@ -534,6 +534,51 @@ func TestRecordReplayHistoriesResultCapped(t *testing.T) {
 	}
 }
 
+// TestRecordReplayHistoriesResultErrorsCut records merge-wal-result-errors-cut.json (alone
+// with -run TestRecordReplayHistoriesResultErrorsCut): a two-shard MergeWal on the
+// merge-result-errors-cut path whose shard that sorts last fails its Prepare with a long error
+// of characters JSON escapes, so its result lists that error cut to
+// contract.MaxFailureTextBytes of JSON.
+func TestRecordReplayHistoriesResultErrorsCut(t *testing.T) {
+	e, outDir := recordingEnv(t, "merge-wal-result-errors-cut.json")
+	const target = "generic:replay-errors-cut"
+	da, db := e.openDB("rec-errors-cut-a", nil), e.openDB("rec-errors-cut-b", nil)
+	e.writeGenerations(e.createStore(da, target), "a", 1, 2)
+	e.writeGenerations(e.createStore(db, target), "b", 1, 2)
+	failing := max(da.Shard(), db.Shard())
+	long := "failed for the recording: " + strings.Repeat("<Error><Code>AccessDenied</Code></Error>\n", 200)
+	e.startHarness(harnessOptions{Shared: da, Shards: []*store.DB{da, db}, Register: func(r tworker.ActivityRegistry, a *activities.Activities) {
+		activities.Register(r, a)
+		r.RegisterActivityWithOptions(func(ctx context.Context, p contract.PrepareParams) (contract.PrepareResult, error) {
+			if p.Shard == failing {
+				return contract.PrepareResult{}, temporal.NewNonRetryableApplicationError(long, contract.ErrTypeCorruptData, nil)
+			}
+			return a.Prepare(ctx, p)
+		}, activity.RegisterOptions{Name: contract.PrepareActivity, DisableAlreadyRegisteredCheck: true})
+	}})
+
+	run := e.startMerge(target, contract.MergeWalInput{})
+	res := e.mergeResult(run, waitLong)
+	if len(res.Shards) != 2 || res.Shards[0].Shard != failing || res.ShardsFailed != 1 || !cutToJSON(res.Shards[0].Error, contract.MaxFailureTextBytes) {
+		t.Fatalf("result %+v; want the failed shard %s listed first with its error cut to %d bytes of JSON", res, failing, contract.MaxFailureTextBytes)
+	}
+	name := "merge-wal-result-errors-cut.json"
+	n := e.saveHistory(filepath.Join(outDir, name), run.GetID(), run.GetRunID())
+	t.Logf("%s: %d events", name, n)
+	events, err := actioncount.History(e.ctx(time.Minute), e.c, run.GetID(), run.GetRunID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if versionMarkers(t, events, "merge-result-errors-cut") == 0 {
+		t.Errorf("%s has no merge-result-errors-cut marker", name)
+	}
+	replayer := tworker.NewWorkflowReplayer()
+	workflows.Register(replayer)
+	if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join(outDir, name)); err != nil {
+		t.Errorf("replay %s: %v", name, err)
+	}
+}
+
 // TestRecordReplayHistoriesCarryBounded records merge-wal-carry-bounded.json (alone with
 // -run TestRecordReplayHistoriesCarryBounded): the first run of a two-shard MergeWal on the
 // merge-carry-bounded path that continues as new after one pass, with the shard that sorts
@@ -600,7 +645,7 @@ func TestRecordReplayHistoriesCarryJSONBounded(t *testing.T) {
 	run := e.startMerge(target, contract.MergeWalInput{MaxGenerations: &one, PassesPerWorkflowRun: 1})
 	firstRunID := run.GetRunID() // Get follows the chain and moves GetRunID to its last run
 	res := e.mergeResult(run, waitLong)
-	if res.WorkflowRuns < 2 || res.ShardsFailed != 1 || res.Shards[0].Shard != failing || !carriedJSONCut(res.Shards[0].Error) {
+	if res.WorkflowRuns < 2 || res.ShardsFailed != 1 || res.Shards[0].Shard != failing || !cutToJSON(res.Shards[0].Error, contract.MaxCarryErrorBytes) {
 		t.Fatalf("result %+v; want a chain of 2 or more runs, the failed shard %s first with its error cut to %d bytes of JSON", res, failing, contract.MaxCarryErrorBytes)
 	}
 	name := "merge-wal-carry-json-bounded.json"
@@ -620,10 +665,10 @@ func TestRecordReplayHistoriesCarryJSONBounded(t *testing.T) {
 	}
 }
 
-// carriedJSONCut reports whether text was cut by a carry to contract.MaxCarryErrorBytes of JSON.
-func carriedJSONCut(text string) bool {
+// cutToJSON reports whether text was cut to at most budget bytes of JSON, escapes included.
+func cutToJSON(text string, budget int) bool {
 	b, err := json.Marshal(text)
-	return err == nil && len(b)-2 <= contract.MaxCarryErrorBytes && strings.HasSuffix(text, "…")
+	return err == nil && len(b)-2 <= budget && strings.HasSuffix(text, "…")
 }
 
 // TestRecordReplayHistoriesShardsBounded records merge-wal-shards-bounded.json (alone with

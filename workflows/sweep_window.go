@@ -98,6 +98,21 @@ func SweepWindow(ctx workflow.Context, in contract.SweepWindowInput) (contract.S
 // check; only runs whose ID needs it record the marker, in their first workflow task.
 const sweepReasonBoundedChange = "sweep-reason-bounded"
 
+// sweepRoundErrorsCutChange is the GetVersion change ID of a failed round's error cut to
+// contract.MaxFailureTextBytes of JSON, escapes included, where the bytes of text that
+// escaping grows sixfold made ten failed rounds' carry and result over 500 KiB; only a run
+// with a failed round records the marker, at its first.
+const sweepRoundErrorsCutChange = "sweep-round-errors-cut"
+
+// roundFailureText is a failed round's error as the round, its summary and so the carry,
+// result and memo record it. Pure but for the gate.
+func roundFailureText(ctx workflow.Context, text string) string {
+	if gated(ctx, sweepRoundErrorsCutChange) {
+		return contract.FailureTextJSON(text)
+	}
+	return contract.FailureText(text)
+}
+
 // maxReasonWindowBytes bounds the window ID a start's reason repeats: a workflow ID may be
 // 1,000 bytes, the whole reason at most contract.MaxTriggerReasonBytes.
 const maxReasonWindowBytes = 256
@@ -176,7 +191,7 @@ func (w *sweepWindow) round(ctx workflow.Context, trigger string) error {
 	failure := "" // demandSweep fails exactly when a kind's scan failed (res.ScanErrors)
 	if err != nil {
 		// The carry repeats it (in the round and its summary): a listing's error is cut to a bound.
-		failure = contract.FailureText(errorText(err))
+		failure = roundFailureText(ctx, errorText(err))
 	}
 	summary := roundSummary(n, trigger, res, failure)
 	w.last = fmt.Sprintf("%s at %s", summary, at.UTC().Format(time.TimeOnly))

@@ -3,6 +3,7 @@ package workflows
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -346,4 +347,32 @@ func TestSweepRoundLostTaskDelay(t *testing.T) {
 	if d >= startWorkflowsOptions().StartToCloseTimeout {
 		t.Errorf("SweepRoundLostTaskDelay %s: a lost StartWorkflows task waits out its start-to-close timeout", d)
 	}
+}
+
+// TestFindingWindowOfEscapedRoundErrorsFitsItsPayload: a window whose last ten rounds each
+// started a merge and failed a listing with a long error of characters JSON escapes (an XML
+// error body's '<', '>', '&', control bytes) reports a result, and carries its rounds, in
+// under MaxPayloadBytes, where 4 KiB of such text in each round's error and summary encoded
+// to over 500 KiB.
+func TestFindingWindowOfEscapedRoundErrorsFitsItsPayload(t *testing.T) {
+	debt := map[int]bool{}
+	for i := range 40 {
+		debt[i+1] = true
+	}
+	escaped := strings.Repeat("<&>\x01", contract.MaxFailureTextBytes)
+	recorded := 0
+	env := newWindowEnv(t, &windowFleet{failing: "rollout", failErr: escaped, debtAt: debt}, &fakeStarter{}, &recorded)
+	env.ExecuteWorkflow(SweepWindow, contract.SweepWindowInput{Interval: time.Minute, Window: 12 * time.Minute})
+	var appErr *temporal.ApplicationError
+	require.True(t, errors.As(env.GetWorkflowError(), &appErr), "got %v", env.GetWorkflowError())
+	var res contract.SweepWindowResult
+	require.NoError(t, appErr.Details(&res))
+	require.Len(t, res.Recent, contract.MaxSweepRecentRounds)
+	b, err := json.Marshal(res)
+	require.NoError(t, err)
+	t.Logf("result of %d rounds with escaped errors: %d bytes", len(res.Recent), len(b))
+	require.LessOrEqual(t, len(b), contract.MaxPayloadBytes)
+	carry, err := json.Marshal(contract.SweepWindowCarry{Totals: res.Totals, Recent: res.Recent})
+	require.NoError(t, err)
+	require.LessOrEqual(t, len(carry), contract.MaxPayloadBytes)
 }

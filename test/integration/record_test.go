@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -697,6 +698,55 @@ func TestRecordReplayHistoriesShardsBounded(t *testing.T) {
 	}
 	if versionMarkers(t, events, "merge-shards-bounded") == 0 {
 		t.Errorf("%s has no merge-shards-bounded marker", name)
+	}
+	replayer := tworker.NewWorkflowReplayer()
+	workflows.Register(replayer)
+	if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join(outDir, name)); err != nil {
+		t.Errorf("replay %s: %v", name, err)
+	}
+}
+
+// TestRecordReplayHistoriesSweepRoundErrorsCut records sweep-window-round-errors-cut.json
+// (alone with -run TestRecordReplayHistoriesSweepRoundErrorsCut): a SweepWindow on the
+// sweep-round-errors-cut path whose rollout listing fails every round with a long error of
+// characters JSON escapes, so each round records that error cut to
+// contract.MaxFailureTextBytes of JSON and the window fails SweepListFailed.
+func TestRecordReplayHistoriesSweepRoundErrorsCut(t *testing.T) {
+	e, outDir := recordingEnv(t, "sweep-window-round-errors-cut.json")
+	db := e.openDB("rec-round-errors", nil)
+	long := "failed for the recording: " + strings.Repeat("<Error><Code>AccessDenied</Code></Error>\n", 200)
+	e.startHarness(harnessOptions{Shared: db, Register: func(r tworker.ActivityRegistry, a *activities.Activities) {
+		activities.Register(r, a)
+		r.RegisterActivityWithOptions(func(ctx context.Context, p contract.ScanDemandParams) (contract.ScanDemandResult, error) {
+			if p.Kind == "rollout" {
+				return contract.ScanDemandResult{}, temporal.NewNonRetryableApplicationError(long, contract.ErrTypeCorruptData, nil)
+			}
+			return a.ScanDemand(ctx, p)
+		}, activity.RegisterOptions{Name: contract.ScanDemandActivity, DisableAlreadyRegisteredCheck: true})
+	}})
+
+	run, err := e.c.ExecuteWorkflow(e.ctx(waitShort), client.StartWorkflowOptions{ID: "record/sweep-window-round-errors", TaskQueue: contract.TaskQueue},
+		contract.SweepWindowWorkflow, contract.SweepWindowInput{Interval: 2 * time.Second, Window: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var appErr *temporal.ApplicationError
+	if err := run.Get(e.ctx(waitLong), nil); !errors.As(err, &appErr) || appErr.Type() != contract.ErrTypeSweepListFailed {
+		t.Fatalf("window: %v; want it failed %s", err, contract.ErrTypeSweepListFailed)
+	}
+	var res contract.SweepWindowResult
+	if err := appErr.Details(&res); err != nil || len(res.Recent) == 0 || !cutToJSON(res.Recent[0].Error, contract.MaxFailureTextBytes) {
+		t.Fatalf("window result %+v (%v); want its rounds' errors cut to %d bytes of JSON", res, err, contract.MaxFailureTextBytes)
+	}
+	name := "sweep-window-round-errors-cut.json"
+	n := e.saveHistory(filepath.Join(outDir, name), run.GetID(), run.GetRunID())
+	t.Logf("%s: %d events", name, n)
+	events, err := actioncount.History(e.ctx(time.Minute), e.c, run.GetID(), run.GetRunID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if versionMarkers(t, events, "sweep-round-errors-cut") == 0 {
+		t.Errorf("%s has no sweep-round-errors-cut marker", name)
 	}
 	replayer := tworker.NewWorkflowReplayer()
 	workflows.Register(replayer)

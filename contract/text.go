@@ -83,6 +83,12 @@ func StartError(err error) string {
 	return clipJSON(err.Error(), MaxStartErrorBytes)
 }
 
+// StartErrorText is s cut as StartError cuts an error's text, for a whole batch's failure
+// that a sweep repeats in the skip of each of the batch's starts. Pure.
+func StartErrorText(s string) string {
+	return clipJSON(s, MaxStartErrorBytes)
+}
+
 // FailureTextJSON is s cut on a rune boundary with "…" so that its JSON encoding, escapes
 // included, takes at most MaxFailureTextBytes: FailureText bounds the bytes, which escaping
 // can grow sixfold, so a list of them in one payload needs this bound. Pure.

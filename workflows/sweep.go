@@ -82,14 +82,33 @@ func (st *sweepStarts) launch(ctx workflow.Context, kind string, plan sweepPlan,
 	return b
 }
 
+// sweepErrorsCutChange is the GetVersion change ID of a sweep that cuts a whole batch's start
+// failure to contract.MaxStartErrorBytes of JSON in the skip of each of its starts, and a
+// kind's scan failure to contract.MaxFailureTextBytes of JSON, where it kept both whole; only
+// a run with such an error to cut records the marker, at the first.
+const sweepErrorsCutChange = "sweep-errors-cut"
+
+// cutSweepError is text cut by cut when the cut changes it and the run is on
+// sweepErrorsCutChange, else text.
+func cutSweepError(ctx workflow.Context, text string, cut func(string) string) string {
+	if c := cut(text); c != text && gated(ctx, sweepErrorsCutChange) {
+		return c
+	}
+	return text
+}
+
 // report adds every start's outcome to res, in plan order: the first contract.MaxSweepListed
 // starts by name, the rest counted in StartedOmitted.
-func (b *startBatches) report(res *contract.MaintenanceSweepResult) {
+func (b *startBatches) report(ctx workflow.Context, res *contract.MaintenanceSweepResult) {
 	for i, batch := range b.batches {
+		failed := ""
+		if b.errs[i] != nil {
+			failed = cutSweepError(ctx, errorText(b.errs[i]), contract.StartErrorText)
+		}
 		for j, s := range batch {
 			switch {
 			case b.errs[i] != nil:
-				addSkip(res, contract.SweepSkip{Target: s.req.Target, Reason: fmt.Sprintf("start %s failed: %s", s.req.Workflow, errorText(b.errs[i]))})
+				addSkip(res, contract.SweepSkip{Target: s.req.Target, Reason: fmt.Sprintf("start %s failed: %s", s.req.Workflow, failed)})
 			case j >= len(b.outcomes[i].Outcomes):
 				addSkip(res, contract.SweepSkip{Target: s.req.Target, Reason: "start " + s.req.Workflow + ": no outcome reported"})
 			case b.outcomes[i].Outcomes[j].Error != "":

@@ -64,7 +64,7 @@ func demandSweep(ctx workflow.Context, in contract.MaintenanceSweepInput, label 
 					After: after, AsOf: asOf,
 				}).Get(ctx, &scan)
 				if err != nil {
-					kp.scanErr = fmt.Sprintf("%s: %s", k, errorText(err))
+					kp.scanErr = cutSweepError(ctx, fmt.Sprintf("%s: %s", k, errorText(err)), contract.FailureTextJSON)
 					return
 				}
 				kp.pages++
@@ -111,7 +111,7 @@ func demandSweep(ctx workflow.Context, in contract.MaintenanceSweepInput, label 
 	}
 	for _, k := range kinds {
 		for _, b := range k.batches {
-			b.report(&res)
+			b.report(ctx, &res)
 		}
 	}
 	workflow.GetLogger(ctx).Info("Sweep finished.", "stores_with_debt", res.StoresWithDebt,

@@ -433,3 +433,41 @@ func TestPageBatchSummaries(t *testing.T) {
 	require.Equal(t, "round 2 generic page 2: start 1 (1 sweep-count); skipped 7: 7 left for the next round",
 		l.batchSummary(pageKind("generic", 2), sweepPlan{starts: starts}, 7, 0, 1, starts))
 }
+
+// TestFindingSweepOfEscapedStartFailuresFitsItsPayload: a sweep whose every StartWorkflows
+// batch fails as a whole, and one kind's listing, with long errors of characters JSON escapes
+// (an XML error body's '<', '>', '&', control bytes) reports a result under MaxPayloadBytes,
+// where each of its 256 listed skips repeated the batch's whole error.
+func TestFindingSweepOfEscapedStartFailuresFitsItsPayload(t *testing.T) {
+	long := strings.Repeat("n", 120)
+	escaped := strings.Repeat("<&>\x01", 2<<10)
+	x := newPagedIndex()
+	ts := make([]contract.DemandTarget, 600)
+	for i := range ts {
+		p := 8 + len(ts) - i
+		ts[i] = contract.DemandTarget{Target: fmt.Sprintf("generic:%s%07d", long, i), Pending: p, MaxShardPending: p, PendingShards: 2}
+	}
+	x.kinds["generic"] = ts
+	env := newEnv(t)
+	env.OnActivity(contract.ScanDemandActivity, anyCtx, anyArg).Return(func(ctx context.Context, p contract.ScanDemandParams) (contract.ScanDemandResult, error) {
+		if p.Kind == "rollout" {
+			return contract.ScanDemandResult{}, temporal.NewNonRetryableApplicationError(escaped, "Listing", nil)
+		}
+		return x.scan(ctx, p)
+	})
+	env.OnActivity(contract.StartWorkflowsActivity, anyCtx, anyArg).Return(func(context.Context, contract.StartWorkflowsParams) (contract.StartWorkflowsResult, error) {
+		return contract.StartWorkflowsResult{}, temporal.NewNonRetryableApplicationError("all 512 starts failed, last: "+escaped, "Starting", nil)
+	})
+	env.OnActivity(contract.RecordMaintenanceActivity, anyCtx, anyArg).Return(nil).Maybe()
+	env.ExecuteWorkflow(MaintenanceSweep, contract.MaintenanceSweepInput{MaxStarts: 600, StartBatch: 512})
+	var appErr *temporal.ApplicationError
+	require.True(t, errors.As(env.GetWorkflowError(), &appErr), "got %v", env.GetWorkflowError())
+	var res contract.MaintenanceSweepResult
+	require.NoError(t, appErr.Details(&res))
+	require.Len(t, res.Skipped, contract.MaxSweepListed)
+	require.Len(t, res.ScanErrors, 1)
+	raw, err := json.Marshal(res)
+	require.NoError(t, err)
+	t.Logf("result of %d failed starts and a failed listing with escaped errors: %d bytes", len(ts), len(raw))
+	require.LessOrEqual(t, len(raw), contract.MaxPayloadBytes)
+}

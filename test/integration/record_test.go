@@ -755,6 +755,52 @@ func TestRecordReplayHistoriesSweepRoundErrorsCut(t *testing.T) {
 	}
 }
 
+// TestRecordReplayHistoriesSweepErrorsCut records maintenance-sweep-errors-cut.json (alone
+// with -run TestRecordReplayHistoriesSweepErrorsCut): a MaintenanceSweep on the
+// sweep-errors-cut path whose StartWorkflows batch fails as a whole with a long error of
+// characters JSON escapes, so the skip of its start holds that error cut to
+// contract.MaxStartErrorBytes of JSON.
+func TestRecordReplayHistoriesSweepErrorsCut(t *testing.T) {
+	e, outDir := recordingEnv(t, "maintenance-sweep-errors-cut.json")
+	db := e.openDB("rec-sweep-errors", nil)
+	e.writeGenerations(e.createStore(db, "generic:sweep-errors"), "s", 3, 2)
+	long := "failed for the recording: " + strings.Repeat("<Error><Code>AccessDenied</Code></Error>\n", 20)
+	e.startHarness(harnessOptions{Shared: db, Register: func(r tworker.ActivityRegistry, a *activities.Activities) {
+		activities.Register(r, a)
+		r.RegisterActivityWithOptions(func(context.Context, contract.StartWorkflowsParams) (contract.StartWorkflowsResult, error) {
+			return contract.StartWorkflowsResult{}, temporal.NewNonRetryableApplicationError(long, contract.ErrTypeCorruptData, nil)
+		}, activity.RegisterOptions{Name: contract.StartWorkflowsActivity, DisableAlreadyRegisteredCheck: true})
+	}})
+
+	run, err := e.c.ExecuteWorkflow(e.ctx(waitShort), client.StartWorkflowOptions{ID: "record/maintenance-sweep-errors", TaskQueue: contract.TaskQueue},
+		contract.MaintenanceSweepWorkflow, contract.MaintenanceSweepInput{MergeMinGenerations: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res contract.MaintenanceSweepResult
+	if err := run.Get(e.ctx(waitLong), &res); err != nil {
+		t.Fatalf("sweep: %v", err)
+	}
+	if len(res.Skipped) != 1 || !cutToJSON(res.Skipped[0].Reason, len("start MergeWal failed: ")+contract.MaxStartErrorBytes) {
+		t.Fatalf("sweep result %+v; want its one start skipped with the batch's error cut to %d bytes of JSON", res, contract.MaxStartErrorBytes)
+	}
+	name := "maintenance-sweep-errors-cut.json"
+	n := e.saveHistory(filepath.Join(outDir, name), run.GetID(), run.GetRunID())
+	t.Logf("%s: %d events", name, n)
+	events, err := actioncount.History(e.ctx(time.Minute), e.c, run.GetID(), run.GetRunID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if versionMarkers(t, events, "sweep-errors-cut") == 0 {
+		t.Errorf("%s has no sweep-errors-cut marker", name)
+	}
+	replayer := tworker.NewWorkflowReplayer()
+	workflows.Register(replayer)
+	if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join(outDir, name)); err != nil {
+		t.Errorf("replay %s: %v", name, err)
+	}
+}
+
 // TestRecordReplayHistoriesSweepWindowLongID records sweep-window-long-id.json (alone with
 // -run TestRecordReplayHistoriesSweepWindowLongID): a SweepWindow whose workflow ID is 1,000
 // bytes, Temporal's limit, on the sweep-reason-bounded path: the reason of the merge it starts

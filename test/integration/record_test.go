@@ -482,21 +482,7 @@ func TestRecordReplayHistoriesAbortCountsOwnPass(t *testing.T) {
 	if !raced.Load() || res.Passes != 1 || res.Reclaimed != 0 || res.ShardsFailed != 0 {
 		t.Fatalf("result %+v; want 1 pass, found committed by another run, 0 generations reclaimed", res)
 	}
-	name := "merge-wal-abort-another-run.json"
-	n := e.saveHistory(filepath.Join(outDir, name), run.GetID(), run.GetRunID())
-	t.Logf("%s: %d events", name, n)
-	events, err := actioncount.History(e.ctx(time.Minute), e.c, run.GetID(), run.GetRunID())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if versionMarkers(t, events, "abort-counts-own-pass") == 0 {
-		t.Errorf("%s has no abort-counts-own-pass marker", name)
-	}
-	replayer := tworker.NewWorkflowReplayer()
-	workflows.Register(replayer)
-	if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join(outDir, name)); err != nil {
-		t.Errorf("replay %s: %v", name, err)
-	}
+	e.keepHistory(t, outDir, "merge-wal-abort-another-run.json", run.GetID(), run.GetRunID(), "abort-counts-own-pass")
 }
 
 // TestRecordReplayHistoriesResultCapped records merge-wal-result-capped.json (alone with
@@ -510,29 +496,14 @@ func TestRecordReplayHistoriesResultCapped(t *testing.T) {
 	e.writeGenerations(e.createStore(da, target), "a", 1, 2)
 	e.writeGenerations(e.createStore(db, target), "b", 1, 2)
 	failing := max(da.Shard(), db.Shard())
-	e.startHarness(harnessOptions{Shared: da, Shards: []*store.DB{da, db}, Register: func(r tworker.ActivityRegistry, a *activities.Activities) {
-		activities.Register(r, a)
-		r.RegisterActivityWithOptions(func(ctx context.Context, p contract.PrepareParams) (contract.PrepareResult, error) {
-			if p.Shard == failing {
-				return contract.PrepareResult{}, temporal.NewNonRetryableApplicationError("failed for the recording", contract.ErrTypeCorruptData, nil)
-			}
-			return a.Prepare(ctx, p)
-		}, activity.RegisterOptions{Name: contract.PrepareActivity, DisableAlreadyRegisteredCheck: true})
-	}})
+	e.startHarness(harnessOptions{Shared: da, Shards: []*store.DB{da, db}, Register: failingPrepare(failing, "failed for the recording")})
 
 	run := e.startMerge(target, contract.MergeWalInput{})
 	res := e.mergeResult(run, waitLong)
 	if len(res.Shards) != 2 || res.Shards[0].Shard != failing || res.ShardsFailed != 1 || res.Reclaimed != 1 {
 		t.Fatalf("result %+v; want the failed shard %s listed first, 1 failed, 1 generation reclaimed", res, failing)
 	}
-	name := "merge-wal-result-capped.json"
-	n := e.saveHistory(filepath.Join(outDir, name), run.GetID(), run.GetRunID())
-	t.Logf("%s: %d events", name, n)
-	replayer := tworker.NewWorkflowReplayer()
-	workflows.Register(replayer)
-	if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join(outDir, name)); err != nil {
-		t.Errorf("replay %s: %v", name, err)
-	}
+	e.keepHistory(t, outDir, "merge-wal-result-capped.json", run.GetID(), run.GetRunID(), "")
 }
 
 // TestRecordReplayHistoriesResultErrorsCut records merge-wal-result-errors-cut.json (alone
@@ -548,36 +519,14 @@ func TestRecordReplayHistoriesResultErrorsCut(t *testing.T) {
 	e.writeGenerations(e.createStore(db, target), "b", 1, 2)
 	failing := max(da.Shard(), db.Shard())
 	long := "failed for the recording: " + strings.Repeat("<Error><Code>AccessDenied</Code></Error>\n", 200)
-	e.startHarness(harnessOptions{Shared: da, Shards: []*store.DB{da, db}, Register: func(r tworker.ActivityRegistry, a *activities.Activities) {
-		activities.Register(r, a)
-		r.RegisterActivityWithOptions(func(ctx context.Context, p contract.PrepareParams) (contract.PrepareResult, error) {
-			if p.Shard == failing {
-				return contract.PrepareResult{}, temporal.NewNonRetryableApplicationError(long, contract.ErrTypeCorruptData, nil)
-			}
-			return a.Prepare(ctx, p)
-		}, activity.RegisterOptions{Name: contract.PrepareActivity, DisableAlreadyRegisteredCheck: true})
-	}})
+	e.startHarness(harnessOptions{Shared: da, Shards: []*store.DB{da, db}, Register: failingPrepare(failing, long)})
 
 	run := e.startMerge(target, contract.MergeWalInput{})
 	res := e.mergeResult(run, waitLong)
 	if len(res.Shards) != 2 || res.Shards[0].Shard != failing || res.ShardsFailed != 1 || !cutToJSON(res.Shards[0].Error, contract.MaxFailureTextBytes) {
 		t.Fatalf("result %+v; want the failed shard %s listed first with its error cut to %d bytes of JSON", res, failing, contract.MaxFailureTextBytes)
 	}
-	name := "merge-wal-result-errors-cut.json"
-	n := e.saveHistory(filepath.Join(outDir, name), run.GetID(), run.GetRunID())
-	t.Logf("%s: %d events", name, n)
-	events, err := actioncount.History(e.ctx(time.Minute), e.c, run.GetID(), run.GetRunID())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if versionMarkers(t, events, "merge-result-errors-cut") == 0 {
-		t.Errorf("%s has no merge-result-errors-cut marker", name)
-	}
-	replayer := tworker.NewWorkflowReplayer()
-	workflows.Register(replayer)
-	if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join(outDir, name)); err != nil {
-		t.Errorf("replay %s: %v", name, err)
-	}
+	e.keepHistory(t, outDir, "merge-wal-result-errors-cut.json", run.GetID(), run.GetRunID(), "merge-result-errors-cut")
 }
 
 // TestRecordReplayHistoriesCarryBounded records merge-wal-carry-bounded.json (alone with
@@ -592,15 +541,7 @@ func TestRecordReplayHistoriesCarryBounded(t *testing.T) {
 	e.writeGenerations(e.createStore(db, target), "b", 2, 2)
 	failing := max(da.Shard(), db.Shard())
 	long := "failed for the recording: " + strings.Repeat("a long storage error, ", 40)
-	e.startHarness(harnessOptions{Shared: da, Shards: []*store.DB{da, db}, Register: func(r tworker.ActivityRegistry, a *activities.Activities) {
-		activities.Register(r, a)
-		r.RegisterActivityWithOptions(func(ctx context.Context, p contract.PrepareParams) (contract.PrepareResult, error) {
-			if p.Shard == failing {
-				return contract.PrepareResult{}, temporal.NewNonRetryableApplicationError(long, contract.ErrTypeCorruptData, nil)
-			}
-			return a.Prepare(ctx, p)
-		}, activity.RegisterOptions{Name: contract.PrepareActivity, DisableAlreadyRegisteredCheck: true})
-	}})
+	e.startHarness(harnessOptions{Shared: da, Shards: []*store.DB{da, db}, Register: failingPrepare(failing, long)})
 
 	one := 1
 	run := e.startMerge(target, contract.MergeWalInput{MaxGenerations: &one, PassesPerWorkflowRun: 1})
@@ -609,14 +550,7 @@ func TestRecordReplayHistoriesCarryBounded(t *testing.T) {
 	if res.WorkflowRuns < 2 || res.ShardsFailed != 1 || res.Shards[0].Shard != failing || len(res.Shards[0].Error) > contract.MaxCarryErrorBytes {
 		t.Fatalf("result %+v; want a chain of 2 or more runs, the failed shard %s first with its error cut to %d bytes", res, failing, contract.MaxCarryErrorBytes)
 	}
-	name := "merge-wal-carry-bounded.json"
-	n := e.saveHistory(filepath.Join(outDir, name), run.GetID(), firstRunID)
-	t.Logf("%s: %d events", name, n)
-	replayer := tworker.NewWorkflowReplayer()
-	workflows.Register(replayer)
-	if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join(outDir, name)); err != nil {
-		t.Errorf("replay %s: %v", name, err)
-	}
+	e.keepHistory(t, outDir, "merge-wal-carry-bounded.json", run.GetID(), firstRunID, "")
 }
 
 // TestRecordReplayHistoriesCarryJSONBounded records merge-wal-carry-json-bounded.json (alone
@@ -632,15 +566,7 @@ func TestRecordReplayHistoriesCarryJSONBounded(t *testing.T) {
 	e.writeGenerations(e.createStore(db, target), "b", 2, 2)
 	failing := max(da.Shard(), db.Shard())
 	long := "failed for the recording: " + strings.Repeat("<Error><Code>AccessDenied</Code></Error>\n", 20)
-	e.startHarness(harnessOptions{Shared: da, Shards: []*store.DB{da, db}, Register: func(r tworker.ActivityRegistry, a *activities.Activities) {
-		activities.Register(r, a)
-		r.RegisterActivityWithOptions(func(ctx context.Context, p contract.PrepareParams) (contract.PrepareResult, error) {
-			if p.Shard == failing {
-				return contract.PrepareResult{}, temporal.NewNonRetryableApplicationError(long, contract.ErrTypeCorruptData, nil)
-			}
-			return a.Prepare(ctx, p)
-		}, activity.RegisterOptions{Name: contract.PrepareActivity, DisableAlreadyRegisteredCheck: true})
-	}})
+	e.startHarness(harnessOptions{Shared: da, Shards: []*store.DB{da, db}, Register: failingPrepare(failing, long)})
 
 	one := 1
 	run := e.startMerge(target, contract.MergeWalInput{MaxGenerations: &one, PassesPerWorkflowRun: 1})
@@ -649,21 +575,7 @@ func TestRecordReplayHistoriesCarryJSONBounded(t *testing.T) {
 	if res.WorkflowRuns < 2 || res.ShardsFailed != 1 || res.Shards[0].Shard != failing || !cutToJSON(res.Shards[0].Error, contract.MaxCarryErrorBytes) {
 		t.Fatalf("result %+v; want a chain of 2 or more runs, the failed shard %s first with its error cut to %d bytes of JSON", res, failing, contract.MaxCarryErrorBytes)
 	}
-	name := "merge-wal-carry-json-bounded.json"
-	n := e.saveHistory(filepath.Join(outDir, name), run.GetID(), firstRunID)
-	t.Logf("%s: %d events", name, n)
-	events, err := actioncount.History(e.ctx(time.Minute), e.c, run.GetID(), firstRunID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if versionMarkers(t, events, "merge-carry-json-bounded") == 0 {
-		t.Errorf("%s has no merge-carry-json-bounded marker", name)
-	}
-	replayer := tworker.NewWorkflowReplayer()
-	workflows.Register(replayer)
-	if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join(outDir, name)); err != nil {
-		t.Errorf("replay %s: %v", name, err)
-	}
+	e.keepHistory(t, outDir, "merge-wal-carry-json-bounded.json", run.GetID(), firstRunID, "merge-carry-json-bounded")
 }
 
 // cutToJSON reports whether text was cut to at most budget bytes of JSON, escapes included.
@@ -689,21 +601,7 @@ func TestRecordReplayHistoriesShardsBounded(t *testing.T) {
 	if len(res.Shards) != 2 || res.Reclaimed != 2 || res.ShardsFailed != 0 {
 		t.Fatalf("result %+v; want 2 shards merged, 2 generations reclaimed", res)
 	}
-	name := "merge-wal-shards-bounded.json"
-	n := e.saveHistory(filepath.Join(outDir, name), run.GetID(), run.GetRunID())
-	t.Logf("%s: %d events", name, n)
-	events, err := actioncount.History(e.ctx(time.Minute), e.c, run.GetID(), run.GetRunID())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if versionMarkers(t, events, "merge-shards-bounded") == 0 {
-		t.Errorf("%s has no merge-shards-bounded marker", name)
-	}
-	replayer := tworker.NewWorkflowReplayer()
-	workflows.Register(replayer)
-	if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join(outDir, name)); err != nil {
-		t.Errorf("replay %s: %v", name, err)
-	}
+	e.keepHistory(t, outDir, "merge-wal-shards-bounded.json", run.GetID(), run.GetRunID(), "merge-shards-bounded")
 }
 
 // TestRecordReplayHistoriesSweepRoundErrorsCut records sweep-window-round-errors-cut.json
@@ -738,21 +636,7 @@ func TestRecordReplayHistoriesSweepRoundErrorsCut(t *testing.T) {
 	if err := appErr.Details(&res); err != nil || len(res.Recent) == 0 || !cutToJSON(res.Recent[0].Error, contract.MaxFailureTextBytes) {
 		t.Fatalf("window result %+v (%v); want its rounds' errors cut to %d bytes of JSON", res, err, contract.MaxFailureTextBytes)
 	}
-	name := "sweep-window-round-errors-cut.json"
-	n := e.saveHistory(filepath.Join(outDir, name), run.GetID(), run.GetRunID())
-	t.Logf("%s: %d events", name, n)
-	events, err := actioncount.History(e.ctx(time.Minute), e.c, run.GetID(), run.GetRunID())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if versionMarkers(t, events, "sweep-round-errors-cut") == 0 {
-		t.Errorf("%s has no sweep-round-errors-cut marker", name)
-	}
-	replayer := tworker.NewWorkflowReplayer()
-	workflows.Register(replayer)
-	if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join(outDir, name)); err != nil {
-		t.Errorf("replay %s: %v", name, err)
-	}
+	e.keepHistory(t, outDir, "sweep-window-round-errors-cut.json", run.GetID(), run.GetRunID(), "sweep-round-errors-cut")
 }
 
 // TestRecordReplayHistoriesSweepErrorsCut records maintenance-sweep-errors-cut.json (alone
@@ -784,21 +668,7 @@ func TestRecordReplayHistoriesSweepErrorsCut(t *testing.T) {
 	if len(res.Skipped) != 1 || !cutToJSON(res.Skipped[0].Reason, len("start MergeWal failed: ")+contract.MaxStartErrorBytes) {
 		t.Fatalf("sweep result %+v; want its one start skipped with the batch's error cut to %d bytes of JSON", res, contract.MaxStartErrorBytes)
 	}
-	name := "maintenance-sweep-errors-cut.json"
-	n := e.saveHistory(filepath.Join(outDir, name), run.GetID(), run.GetRunID())
-	t.Logf("%s: %d events", name, n)
-	events, err := actioncount.History(e.ctx(time.Minute), e.c, run.GetID(), run.GetRunID())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if versionMarkers(t, events, "sweep-errors-cut") == 0 {
-		t.Errorf("%s has no sweep-errors-cut marker", name)
-	}
-	replayer := tworker.NewWorkflowReplayer()
-	workflows.Register(replayer)
-	if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join(outDir, name)); err != nil {
-		t.Errorf("replay %s: %v", name, err)
-	}
+	e.keepHistory(t, outDir, "maintenance-sweep-errors-cut.json", run.GetID(), run.GetRunID(), "sweep-errors-cut")
 }
 
 // TestRecordReplayHistoriesSweepWindowLongID records sweep-window-long-id.json (alone with
@@ -825,12 +695,41 @@ func TestRecordReplayHistoriesSweepWindowLongID(t *testing.T) {
 	if res.Totals.Started != 1 {
 		t.Fatalf("window: %+v, want the merge of generic:long-window started", res)
 	}
-	name := "sweep-window-long-id.json"
-	n := e.saveHistory(filepath.Join(outDir, name), run.GetID(), run.GetRunID())
+	e.keepHistory(t, outDir, "sweep-window-long-id.json", run.GetID(), run.GetRunID(), "")
+}
+
+// failingPrepare registers the activities with a Prepare that fails shard's passes for good
+// with msg.
+func failingPrepare(shard, msg string) func(tworker.ActivityRegistry, *activities.Activities) {
+	return func(r tworker.ActivityRegistry, a *activities.Activities) {
+		activities.Register(r, a)
+		r.RegisterActivityWithOptions(func(ctx context.Context, p contract.PrepareParams) (contract.PrepareResult, error) {
+			if p.Shard == shard {
+				return contract.PrepareResult{}, temporal.NewNonRetryableApplicationError(msg, contract.ErrTypeCorruptData, nil)
+			}
+			return a.Prepare(ctx, p)
+		}, activity.RegisterOptions{Name: contract.PrepareActivity, DisableAlreadyRegisteredCheck: true})
+	}
+}
+
+// keepHistory saves the history of run id/runID as dir/name, checks that it holds a marker of
+// the GetVersion change marker ("" = none to check) and that it replays.
+func (e *env) keepHistory(t *testing.T, dir, name, id, runID, marker string) {
+	t.Helper()
+	n := e.saveHistory(filepath.Join(dir, name), id, runID)
 	t.Logf("%s: %d events", name, n)
+	if marker != "" {
+		events, err := actioncount.History(e.ctx(time.Minute), e.c, id, runID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if versionMarkers(t, events, marker) == 0 {
+			t.Errorf("%s has no %s marker", name, marker)
+		}
+	}
 	replayer := tworker.NewWorkflowReplayer()
 	workflows.Register(replayer)
-	if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join(outDir, name)); err != nil {
+	if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join(dir, name)); err != nil {
 		t.Errorf("replay %s: %v", name, err)
 	}
 }

@@ -143,20 +143,6 @@ func (t Target) MarshalText() ([]byte, error) {
 	return []byte(t.String()), nil
 }
 
-// UnmarshalText parses "<kind>:<name>" strictly (ParseTarget); "" decodes to the zero Target.
-func (t *Target) UnmarshalText(b []byte) error {
-	if len(b) == 0 {
-		*t = Target{}
-		return nil
-	}
-	p, err := ParseTarget(string(b))
-	if err != nil {
-		return err
-	}
-	*t = p
-	return nil
-}
-
 // ShardID is the shard id of a writer process: a pure function of its stable instance id
 // (a name-based UUID), or "default" for the empty instance id.
 func ShardID(instanceID string) string {

@@ -135,6 +135,21 @@ func TestParseTarget(t *testing.T) {
 	}
 }
 
+// UnmarshalText parses "<kind>:<name>" strictly (ParseTarget); "" decodes to the zero Target.
+// No product code decodes a Target from JSON, so only TestTargetJSON's round trip needs it.
+func (t *Target) UnmarshalText(b []byte) error {
+	if len(b) == 0 {
+		*t = Target{}
+		return nil
+	}
+	p, err := ParseTarget(string(b))
+	if err != nil {
+		return err
+	}
+	*t = p
+	return nil
+}
+
 func TestTargetJSON(t *testing.T) {
 	type doc struct {
 		Target Target `json:"target"`

@@ -54,15 +54,13 @@ func (a *Activities) StartWorkflows(ctx context.Context, p contract.StartWorkflo
 	for i, req := range p.Starts {
 		g.Go(func() error {
 			o := contract.StartOutcome{Workflow: req.Workflow, Target: req.Target}
-			var id, runID string
 			err := a.recovering("workflow start", func() (err error) {
-				id, runID, err = a.startOne(ctx, req)
+				o.WorkflowID, o.RunID, err = a.startOne(ctx, req)
 				return err
 			})
 			if m, ok := a.Metrics.(StartMetrics); ok {
 				m.WorkflowStart(req.Trigger, err)
 			}
-			o.WorkflowID, o.RunID = id, runID
 			if err != nil {
 				o.Error = contract.StartError(err)
 				errs[i] = err

@@ -88,25 +88,15 @@ func readDevState(dir string) (devState, bool) {
 // --storage, or open another storage with the caller's credentials.
 func (st devState) plausible() bool {
 	texts := append([]string{st.Storage, st.Temporal, st.Namespace, st.UI}, st.HTTP...)
-	for _, s := range texts {
-		if contract.Printable(s) != s {
-			return false
-		}
+	if slices.ContainsFunc(texts, func(s string) bool { return contract.Printable(s) != s }) {
+		return false
 	}
 	tc := worker.TemporalConfig{Config: temporaladmin.Config{HostPort: st.Temporal}}
 	if tc.Validate() != nil || (st.Storage != "" && !hasScheme(st.Storage, "file")) {
 		return false
 	}
-	webURLs := slices.Clone(st.HTTP)
-	if st.UI != "" {
-		webURLs = append(webURLs, st.UI)
-	}
-	for _, u := range webURLs {
-		if !hasScheme(u, "http", "https") {
-			return false
-		}
-	}
-	return true
+	notWeb := func(u string) bool { return !hasScheme(u, "http", "https") }
+	return !slices.ContainsFunc(st.HTTP, notWeb) && (st.UI == "" || !notWeb(st.UI))
 }
 
 // hasScheme reports whether raw parses as a URL of one of schemes.

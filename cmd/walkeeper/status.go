@@ -228,10 +228,12 @@ func statusAll(ctx context.Context, out io.Writer, sv stuckView, db *store.DB, l
 	for _, r := range running {
 		stuck := "-"
 		// Only runs older than a minute are described, and at most 100 of them: a young run
-		// cannot have failed its workflow task three times.
+		// cannot have failed its workflow task three times. One that fails to describe is "-".
 		if time.Since(r.Start) >= stuckMinAge && described < maxStuckDescribes {
 			described++
-			stuck = dash(sv.note(ctx, r.WorkflowID, r.RunID))
+			if d, err := c.DescribeWorkflowExecution(ctx, r.WorkflowID, r.RunID); err == nil {
+				stuck = dash(sv.described(ctx, d))
+			}
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s ago\t%s\n", r.Workflow, foreignText(r.target), foreignText(r.WorkflowID),
 			foreignText(r.RunID), time.Since(r.Start).Round(time.Second), contract.Printable(stuck))

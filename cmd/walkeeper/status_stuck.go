@@ -33,16 +33,6 @@ func (sv stuckView) described(ctx context.Context, d *workflowservice.DescribeWo
 	return stuckText(worker.DiagnoseRun(ctx, sv.c, sv.namespace, d, time.Now(), sv.deadline))
 }
 
-// note describes run id/runID and says why it cannot make progress ("" when it can, or when
-// it cannot be described).
-func (sv stuckView) note(ctx context.Context, id, runID string) string {
-	d, err := sv.c.DescribeWorkflowExecution(ctx, id, runID)
-	if err != nil {
-		return ""
-	}
-	return sv.described(ctx, d)
-}
-
 // stuckText is the stuck line of a run: its detail and what ends it; "" when it is not stuck.
 func stuckText(st worker.StuckRun) string {
 	switch {

@@ -5,12 +5,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 )
 
-// Search attribute names (docs/DESIGN.md §4). What a merge or compaction says about itself in
-// Temporal visibility, so an operator can find and judge any run from a list view
-// (docs/TEMPORAL.md): its target, why it ran and, once finished, how far behind the store was
-// and what it folded. SQL visibility offers only 3 custom Int attributes per namespace, so the
-// Ints go to WalPending, WalPendingAtStart and WalReclaimed, WalBytesMerged is a Double and the
-// passes live in the memo.
+// Search attribute names (docs/DESIGN.md §4): what a run says about itself in Temporal
+// visibility, so an operator can judge it from a list view (docs/TEMPORAL.md). SQL visibility
+// offers only 3 custom Int attributes per namespace, so WalBytesMerged is a Double.
 const (
 	WalTargetName  = "WalTarget"
 	WalKindName    = "WalKind"

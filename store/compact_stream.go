@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"unsafe"
 
@@ -164,14 +165,8 @@ func (s *Store) writeCompacted(ctx context.Context, acct *memAccount, w io.Write
 	releaseRetired := func() {
 		for _, f := range retired {
 			f.rec.Release()
-			for j, l := range live {
-				if l == f {
-					live[j] = live[len(live)-1]
-					live = live[:len(live)-1]
-					break
-				}
-			}
 		}
+		live = slices.DeleteFunc(live, func(l *sortedFile) bool { return slices.Contains(retired, l) })
 		retired, retiredBytes = retired[:0], 0
 	}
 	varCols := varWidthColumns(schema)

@@ -150,7 +150,7 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 	inputs := plan.inputs
 	res := CompactResult{BaseVersion: base.Version, RunsLeft: len(base.Runs)}
 	if inputs == nil {
-		s.countCompact("noop")
+		s.db.metrics.CompactTotal.WithLabelValues("noop").Inc()
 		res.AbandonedOutputs = s.collectAbandonedOutputsBestEffort(ctx, base)
 		return res, s.clearCompactDemand(ctx, len(base.Runs))
 	}
@@ -161,7 +161,7 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 	}
 	defer resv.Release()
 	result := "failed" // what the pass counts however it returns from here
-	defer func() { s.countCompact(result) }()
+	defer func() { s.db.metrics.CompactTotal.WithLabelValues(result).Inc() }()
 	acct := newMemAccount(resv, budget)
 	ins, freeInputs, err := s.readCompactInputs(ctx, acct, inputs)
 	defer freeInputs()
@@ -272,9 +272,7 @@ const compactCleanupTimeout = time.Minute
 
 // compactCleanupContext is ctx without its cancellation, for at most compactCleanupTimeout:
 // a pass whose context ended around its publish must still delete its output or its inputs,
-// or they wait for a later collection: a compaction pass a day later for c- runs
-// (compactOrphanAge), which a store that no longer needs compacting never runs, or the next
-// round commit for m- runs (collectAbandonedStaged).
+// which no later collection may reach for a day, if ever.
 func compactCleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), compactCleanupTimeout)
 }
@@ -288,10 +286,6 @@ func (s *Store) dropCompactOutput(ctx context.Context, path string) {
 		return
 	}
 	_ = s.db.bucket.Delete(ctx, path)
-}
-
-func (s *Store) countCompact(result string) {
-	s.db.metrics.CompactTotal.WithLabelValues(result).Inc()
 }
 
 // publishCompaction replaces inputs by out in the latest manifest, provided every input is

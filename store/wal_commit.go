@@ -33,8 +33,14 @@ func (w *writer) runWALCommitter() {
 		select {
 		case first = <-w.reqs:
 		case <-w.stop:
-			w.failQueued(ErrClosed)
-			return
+			for {
+				select {
+				case r := <-w.reqs:
+					r.done <- appendDone{err: ErrClosed}
+				default:
+					return
+				}
+			}
 		}
 		batch := []*appendReq{first}
 		n := len(first.rows)
@@ -64,17 +70,6 @@ func (w *writer) runWALCommitter() {
 		}
 		for _, group := range walGroups(batch, w.s.db.opts.MemtableBytes) {
 			w.walGroupCommit(group)
-		}
-	}
-}
-
-func (w *writer) failQueued(err error) {
-	for {
-		select {
-		case r := <-w.reqs:
-			r.done <- appendDone{err: err}
-		default:
-			return
 		}
 	}
 }

@@ -258,8 +258,12 @@ func (d *demandByShard) add(sh string, records ...objstore.ObjectInfo) {
 	d.records[sh] = append(d.records[sh], records...)
 }
 
-// groupDemand files a listing of the store's demand prefix into d; other keys are foreign.
-func (s *Store) groupDemand(d *demandByShard, objs []objstore.ObjectInfo) {
+// listDemand files a listing of the store's demand prefix into d; other keys are foreign.
+func (s *Store) listDemand(ctx context.Context, d *demandByShard) error {
+	objs, err := s.db.bucket.List(ctx, demandStorePrefix(s.target))
+	if err != nil {
+		return err
+	}
 	for _, o := range objs {
 		r, ok := ParseDemandKey(o.Key)
 		switch {
@@ -271,6 +275,7 @@ func (s *Store) groupDemand(d *demandByShard, objs []objstore.ObjectInfo) {
 			d.add(r.Shard, o)
 		}
 	}
+	return nil
 }
 
 // ReconcileDemand checks one store against the demand index (writes missing records, deletes
@@ -286,17 +291,15 @@ func (s *Store) ReconcileDemand(ctx context.Context) (DemandCleanResult, error) 
 	if err != nil {
 		return total, err
 	}
-	objs, err := s.db.bucket.List(ctx, demandStorePrefix(s.target))
-	if err != nil {
-		return total, err
-	}
 	d := demandByShard{records: map[string][]objstore.ObjectInfo{}}
 	for _, sh := range shards { // manifests first, then record-only shards
 		if validateShardID(sh) == nil {
 			d.add(sh)
 		}
 	}
-	s.groupDemand(&d, objs)
+	if err := s.listDemand(ctx, &d); err != nil {
+		return total, err
+	}
 	var errs []error
 	for _, sh := range d.order {
 		sm, err := s.loadShard(ctx, sh) // the loop's own err: the marker step below must not see it
@@ -336,16 +339,12 @@ func (s *Store) ReconcileDemand(ctx context.Context) (DemandCleanResult, error) 
 // without a manifest is left to the reconcile.
 func (s *Store) CleanIdleDemand(ctx context.Context) (DemandCleanResult, error) {
 	var total DemandCleanResult
-	objs, err := s.db.bucket.List(ctx, demandStorePrefix(s.target))
-	if err != nil {
+	d := demandByShard{records: map[string][]objstore.ObjectInfo{}}
+	if err := s.listDemand(ctx, &d); err != nil || len(d.order) == 0 {
 		return total, err
 	}
-	d := demandByShard{records: map[string][]objstore.ObjectInfo{}}
-	s.groupDemand(&d, objs)
-	if len(d.order) == 0 {
-		return total, nil
-	}
 	sms := make([]*manifest.Shard, len(d.order))
+	var err error
 	for i, sh := range d.order {
 		if sms[i], err = s.loadShard(ctx, sh); err != nil {
 			return total, err

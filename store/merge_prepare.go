@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -34,18 +35,6 @@ func (s *Store) reserveMerge(ctx context.Context, want int64) (*Reservation, err
 	return res, err
 }
 
-// mergeCaps are the caps of one pass: the store's defaults unless p overrides them.
-func (s *Store) mergeCaps(p PrepareParams) mergeCaps {
-	gens, bytes := s.db.opts.MergeMaxGenerations, s.db.opts.MergeMaxBytes
-	if p.MaxGenerations != nil {
-		gens = *p.MaxGenerations
-	}
-	if p.MaxBytes != nil {
-		bytes = *p.MaxBytes
-	}
-	return mergeCaps{maxGens: max(gens, 0), maxBytes: max(bytes, 0)}
-}
-
 // Prepare reads the oldest pending generations of a shard, keeps the newest row per key, and
 // writes the result as a staged Parquet run no manifest references yet (nil when nothing is
 // pending). It repairs nothing: callers run Repair first.
@@ -57,7 +46,10 @@ func (s *Store) Prepare(ctx context.Context, p PrepareParams) (*PreparedMerge, e
 		return nil, err
 	}
 	attempt := attemptKey(p.AttemptKey)
-	caps := s.mergeCaps(p)
+	caps := mergeCaps{ // the store's defaults unless p overrides them
+		maxGens:  max(*cmp.Or(p.MaxGenerations, &s.db.opts.MergeMaxGenerations), 0),
+		maxBytes: max(*cmp.Or(p.MaxBytes, &s.db.opts.MergeMaxBytes), 0),
+	}
 
 	// Planned under the shared lock, so this process's cached base does not advance
 	// meanwhile; a version published durably meanwhile is caught by the commit's watermark

@@ -1,10 +1,10 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -26,7 +26,7 @@ const roundCleanupConcurrency = 16
 const mergeDeleteConcurrency = 8
 
 // finishRound finishes every shard whose rows the base holds, concurrently, and returns the
-// first error once every shard was tried.
+// error of the first shard in round order that failed, once every shard was tried.
 //
 // REQUIRES: for every shard whose outcome is committed or already_committed, a published
 // base version's watermark covers its range (publishRound).
@@ -40,23 +40,18 @@ func (s *Store) finishRound(ctx context.Context, ps []*PreparedMerge, res *Round
 			s.countMerge("stale", 0)
 		}
 	}
-	var mu sync.Mutex
-	var first error
+	errs := make([]error, len(ps))
 	_ = eachShard(ctx, s, "shard step", done, func(ctx context.Context, i int) error {
 		runs := 0
 		if res.Shards[i].Outcome == RoundCommitted {
 			runs = res.Runs
 		}
 		if err := s.finishShard(ctx, ps[i], &res.Shards[i], runs); err != nil {
-			mu.Lock()
-			if first == nil {
-				first = fmt.Errorf("shard %s: %w", ps[i].Shard, err)
-			}
-			mu.Unlock()
+			errs[i] = fmt.Errorf("shard %s: %w", ps[i].Shard, err)
 		}
 		return nil // the other shards go on
 	})
-	return first
+	return cmp.Or(errs...)
 }
 
 // finishShard is everything that follows the publish of p's run: drain p's generations,
@@ -125,10 +120,8 @@ func (s *Store) drain(ctx context.Context, shard string, gens []uint64) (int, er
 }
 
 // deleteMergedGenerations deletes generation files at or below through that the latest
-// shard manifest no longer lists (readers skip them since the watermark covers them), and
-// the unlisted files of a fenced writer epoch whatever their number: no manifest will ever
-// list them, and a failed seal's gap (decision 0631) can lie above every number the shard's
-// next owner reaches.
+// shard manifest no longer lists, and the unlisted files of a fenced writer epoch whatever
+// their number, which no manifest will ever list (decision 0631).
 //
 // REQUIRES: the base version whose watermark for shard is at least through is published.
 func (s *Store) deleteMergedGenerations(ctx context.Context, shard string, through uint64) (int, error) {

@@ -13,10 +13,8 @@ import (
 )
 
 // The publish phase of a merge: CommitRound publishes the prepared merges of 1 to
-// MaxRoundShards shards in one base version, each shard's watermark moved to its own
-// Through, then hands over to the finish phase (merge_finish.go). One commit per table is in
-// flight at a time, so a round that covers many shards is what makes a table's fold rate grow
-// with its shards (docs/FORMAT.md §5, step 2).
+// MaxRoundShards shards in one base version, then hands over to the finish phase
+// (merge_finish.go); docs/FORMAT.md §5, step 2, says why a round covers many shards.
 
 // MaxRoundShards caps the prepared merges one CommitRound takes, so that the round's input
 // stays under the 256 KiB payload budget whatever its keys and paths (TestRoundInputSize).
@@ -110,21 +108,19 @@ func (s *Store) CommitRound(ctx context.Context, ps []*PreparedMerge) (RoundComm
 		return res, fmt.Errorf("round committed (base version %d) but clean-up failed: %w", res.BaseVersion, err)
 	}
 	counts := map[string]int{}
+	var moved []string
 	for _, sr := range res.Shards {
 		counts[sr.Outcome]++
+		if sr.Outcome == RoundCommitted {
+			moved = append(moved, sr.Shard)
+		}
 	}
-	if counts[RoundCommitted] > 0 {
+	if len(moved) > 0 {
 		// Best effort: the round is committed whatever these find; the next round retries.
 		n, err := s.collectAbandonedStaged(ctx, ps)
 		res.AbandonedStaged = n
 		if err != nil {
 			s.db.log.Warn("collecting abandoned staged runs failed", zap.String("target", s.target.String()), zap.Error(err))
-		}
-		var moved []string
-		for _, sr := range res.Shards {
-			if sr.Outcome == RoundCommitted {
-				moved = append(moved, sr.Shard)
-			}
 		}
 		n, err = s.collectSettledClaims(ctx, moved)
 		res.SettledClaims = n
@@ -167,10 +163,8 @@ func (s *Store) publishRound(ctx context.Context, ps []*PreparedMerge, res *Roun
 	// INVARIANT: an attempt is claimed "commit" before a version that publishes it is
 	// written, and exactly one of "commit" and "abort" can be claimed, so a commit never
 	// publishes files an abort deleted.
-	// From the first claim on, only this commit or its retry can publish the attempt (an
-	// Abort refuses a "commit" claim below the watermark), and a workflow stopped meanwhile
-	// (Terminate, Cancel; the activity learns it at a heartbeat) retries nothing: the claims
-	// and the publish run even when ctx ends, for at most roundFinishTimeout.
+	// From the first claim on only this commit or its retry can publish the attempt, and a
+	// stopped workflow retries nothing, so the claims and the publish outlive ctx.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), roundFinishTimeout)
 	defer cancel()
 	if err := s.claimRound(ctx, ps, open, res); err != nil {
@@ -265,9 +259,8 @@ func stillOpen(open []int, res *RoundCommitResult) []int {
 // publishBaseThenSwap publishes next with put-if-absent and only then, holding the merge lock
 // exclusively, swaps this process's cached latest base to it, so the hold is O(1) whatever
 // the merge's size or the storage's latency; it returns how long the lock was held
-// (ErrAlreadyExists: lost the race, lock not taken). Publishing first is safe because no
-// reader takes the lock and a Prepare planning in between sees what a Prepare in another
-// process always could (docs/FORMAT.md, "Commit lock").
+// (ErrAlreadyExists: lost the race, lock not taken); docs/FORMAT.md, "Commit lock", says why
+// publishing first is safe.
 //
 // REQUIRES: mergeLock not held by the caller.
 func (s *Store) publishBaseThenSwap(ctx context.Context, next *manifest.Base) (time.Duration, error) {

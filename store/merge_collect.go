@@ -10,10 +10,9 @@ import (
 	"github.com/walkeeper/walkeeper/store/manifest"
 )
 
-// Collecting abandoned staged runs: a Prepare whose workflow was terminated, cancelled or
-// reset away leaves its staged run under an attempt key nobody will abort. Once its shard's
-// watermark reaches into the prepared range no commit can publish it, and a round that moves
-// a watermark is when that happens, so the round commit collects them (decision 0281).
+// Collecting abandoned staged runs, which a Prepare whose workflow was stopped leaves under an
+// attempt key nobody will abort: the round commit that moves a watermark into their range,
+// past which no commit can publish them, collects them (decision 0281).
 
 // collectPerRound bounds the objects each collector deletes in one round commit, so a bucket
 // full of leftovers adds a bounded tail to one commit; the next round goes on with the rest.

@@ -10,10 +10,8 @@ import (
 	"github.com/walkeeper/walkeeper/target"
 )
 
-// recover stops a panic only in the goroutine that panicked, so a panic in a goroutine the
-// store starts on a caller's behalf (a read's loads, a merge's reads and deletes, a seal off
-// the WAL committer, the committer itself) would end the whole process. Each such goroutine
-// recovers instead: the panic is logged with that goroutine's stack, counted, and handed to
+// A panic in a goroutine the store starts on a caller's behalf would end the whole process,
+// so each such goroutine recovers: the panic is logged with its stack, counted, and handed to
 // the caller as a *PanicError, which is unmarked and so an internal failure everywhere.
 
 // PanicError is a panic recovered in a goroutine the store started. The HTTP data plane

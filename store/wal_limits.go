@@ -6,11 +6,9 @@ import (
 	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
-// A WAL object is bounded on both sides (decision 0731). The WAL committer writes at most
-// MemtableBytes of rows per object, by the decoded estimate appends are checked and charged
-// with, so a group commit of more is split (walGroups); a reader refuses an object longer than
-// any v1 build with this process's settings could have written (walReadLimit) as ErrCorrupt,
-// after reading at most one byte more, so a stray object of any size costs at most the limit.
+// A WAL object is bounded on both sides (decision 0731): the WAL committer splits a group
+// commit into objects of at most MemtableBytes of rows (walGroups), and a reader refuses one
+// longer than any v1 build could have written (walReadLimit) without reading it whole.
 
 // walOverheadBytes bounds what a WAL object's bytes add to the decoded estimate of its rows,
 // which is above each row's encoded bytes: the frame, the Arrow schema twice (message and

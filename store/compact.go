@@ -197,9 +197,10 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 		return res, fmt.Errorf("write compacted run: %w", err)
 	}
 	freeInputs() // the inputs' bytes go back to the pool before the commit's I/O
-	res.RowsIn, res.RowsOut, res.DroppedDeletes = co.rowsIn, co.rowsOut, co.dropped
-	out.Rows, out.MinKey, out.MaxKey, out.MinSeq, out.MaxSeq, out.Deletes = co.rowsOut, co.minKey, co.maxKey, co.minSeq, co.maxSeq, co.deletes
-	if co.rowsOut == 0 {
+	res.RowsIn, res.RowsOut, res.DroppedDeletes = co.rowsIn, co.run.Rows, co.dropped
+	out.Rows, out.MinKey, out.MaxKey = co.run.Rows, co.run.MinKey, co.run.MaxKey
+	out.MinSeq, out.MaxSeq, out.Deletes = co.run.MinSeq, co.run.MaxSeq, co.run.Deletes
+	if co.run.Rows == 0 {
 		cctx, cancel := compactCleanupContext(ctx)
 		_ = s.db.bucket.Delete(cctx, out.Path) // every row was a droppable tombstone
 		cancel()

@@ -90,11 +90,25 @@ func compactNeed(ins []*compactInput) int64 {
 	return n
 }
 
-// compactOutput is what streaming a pass produced.
+// compactOutput is what streaming a pass produced: the input rows, the tombstones dropped,
+// and the output's rows and bounds in run.
 type compactOutput struct {
-	rowsIn, rowsOut, dropped, deletes int64
-	minKey, maxKey                    string
-	minSeq, maxSeq                    int64
+	rowsIn, dropped int64
+	run             manifest.Run
+}
+
+// addRunRow adds row i of f, the next in key order, to the rows and bounds of r; the caller
+// sets MaxKey once, since cloning every key would cost a copy per row.
+func addRunRow(r *manifest.Run, f *sortedFile, i int) {
+	seq := f.view.Seq(i)
+	if r.Rows == 0 {
+		r.MinKey, r.MinSeq, r.MaxSeq = strings.Clone(f.view.Key(i)), seq, seq
+	}
+	r.Rows++
+	r.MinSeq, r.MaxSeq = min(r.MinSeq, seq), max(r.MaxSeq, seq)
+	if f.view.Deleted(i) {
+		r.Deletes++
+	}
 }
 
 // writeCompacted merges ins into one run written to w, a batch at a time, starting over from
@@ -199,21 +213,13 @@ func (s *Store) writeCompacted(ctx context.Context, acct *memAccount, w io.Write
 				}
 				picks = append(picks, pick{f, i})
 				chunkBytes += pickBytes(pick{f, i}, varCols)
-				seq := f.view.Seq(i)
-				if out.rowsOut == 0 {
-					out.minKey, out.minSeq, out.maxSeq = strings.Clone(f.view.Key(i)), seq, seq
-				}
-				out.minSeq, out.maxSeq = min(out.minSeq, seq), max(out.maxSeq, seq)
-				if f.view.Deleted(i) {
-					out.deletes++
-				}
-				out.rowsOut++
+				addRunRow(&out.run, f, i)
 			}
 			if len(picks) > 0 || first {
 				// The first record is written even when empty: a run has at least one.
 				first = false
 				if len(picks) > 0 {
-					out.maxKey = strings.Clone(picks[len(picks)-1].key())
+					out.run.MaxKey = strings.Clone(picks[len(picks)-1].key())
 				}
 				rec := copyRows(acct, schema, picks)
 				releaseRetired() // the record holds copies

@@ -218,16 +218,14 @@ func (s *Store) dropLeakedStaged(ctx context.Context, base *manifest.Base, attem
 // the keys it returns are copies because the picks alias input bytes, which go back to the
 // budget's pool after the merge.
 func (s *Store) writeStagedRun(ctx context.Context, acct *memAccount, key string, picks []pick, chunkRows int) (StagedFile, error) {
-	staged := StagedFile{Path: key, Rows: int64(len(picks))}
+	var st manifest.Run
+	for _, pk := range picks {
+		addRunRow(&st, pk.f, pk.i)
+	}
+	staged := StagedFile{Path: key, Rows: st.Rows, MinKey: st.MinKey, MinSeq: st.MinSeq,
+		MaxSeq: st.MaxSeq, Deletes: st.Deletes}
 	if len(picks) > 0 {
-		staged.MinKey, staged.MaxKey = strings.Clone(picks[0].key()), strings.Clone(picks[len(picks)-1].key())
-		staged.MinSeq, staged.MaxSeq = picks[0].seq(), picks[0].seq()
-		for _, pk := range picks {
-			staged.MinSeq, staged.MaxSeq = min(staged.MinSeq, pk.seq()), max(staged.MaxSeq, pk.seq())
-			if pk.deleted() {
-				staged.Deletes++
-			}
-		}
+		staged.MaxKey = strings.Clone(picks[len(picks)-1].key())
 	}
 	schema := s.codec.ArrowSchema()
 	varCols := varWidthColumns(schema)

@@ -113,15 +113,8 @@ func (s *Store) checkReleasedRun(ctx context.Context, q manifest.QuarantinedObje
 		if f == nil {
 			break
 		}
-		for i := 0; i < f.n; i++ {
-			if r.Rows == 0 {
-				r.MinKey, r.MinSeq, r.MaxSeq = strings.Clone(f.view.Key(i)), f.view.Seq(i), f.view.Seq(i)
-			}
-			r.Rows++
-			r.MinSeq, r.MaxSeq = min(r.MinSeq, f.view.Seq(i)), max(r.MaxSeq, f.view.Seq(i))
-			if f.view.Deleted(i) {
-				r.Deletes++
-			}
+		for i := range f.n {
+			addRunRow(&r, f, i)
 		}
 		f.rec.Release()
 	}

@@ -161,27 +161,19 @@ func (r *Reservation) tryGrowLocked(total int64) bool {
 	if r.released {
 		return false
 	}
+	if r.b != nil && r.b.sem != nil {
+		total = min(total, r.b.limit)
+	}
 	if total <= r.bytes {
 		return true
 	}
-	switch {
-	case r.b == nil:
-		r.bytes = total
-		return true
-	case r.b.sem == nil:
-		r.b.reserved.Add(total - r.bytes)
-		r.bytes = total
-		return true
-	}
-	extra := min(total, r.b.limit) - r.bytes
-	if extra <= 0 {
-		return true
-	}
-	if !r.b.sem.TryAcquire(extra) {
+	if r.b != nil && r.b.sem != nil && !r.b.sem.TryAcquire(total-r.bytes) {
 		return false
 	}
-	r.b.reserved.Add(extra)
-	r.bytes += extra
+	if r.b != nil {
+		r.b.reserved.Add(total - r.bytes) // after the acquire, as in Reserve
+	}
+	r.bytes = total
 	return true
 }
 

@@ -192,21 +192,18 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 		return func(need int64) bool {
 			n := max(need-charged[i], 0)
 			slackMu.Lock()
+			defer slackMu.Unlock()
 			take := min(slack, n)
-			slack -= take
-			slackMu.Unlock()
 			if acct != nil {
 				acct.outside.Add(n - take) // before the growth; what it takes is outside already
 			}
 			if n == take || res.tryGrowBy(n-take) {
+				slack -= take
 				return true
 			}
 			if acct != nil {
 				acct.outside.Add(take - n)
 			}
-			slackMu.Lock()
-			slack += take
-			slackMu.Unlock()
 			return false
 		}
 	}
@@ -366,14 +363,13 @@ func internShard(shard string) string {
 	if v, ok := shardIDs.Load(shard); ok {
 		return v.(string)
 	}
-	if shardIDsCount.Load() >= maxInternedShards {
-		return strings.Clone(shard)
-	}
 	c := strings.Clone(shard)
-	if v, loaded := shardIDs.LoadOrStore(c, c); loaded {
-		return v.(string)
+	if shardIDsCount.Load() < maxInternedShards {
+		if v, loaded := shardIDs.LoadOrStore(c, c); loaded {
+			return v.(string)
+		}
+		shardIDsCount.Add(1)
 	}
-	shardIDsCount.Add(1)
 	return c
 }
 

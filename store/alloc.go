@@ -193,10 +193,7 @@ func alignedBuffer(size int) []byte {
 func heapBuffer(size int) []byte {
 	c := classSize(classOf(size))
 	raw := make([]byte, c+bufAlignment)
-	off := int(bufAlignment - uintptr(unsafe.Pointer(unsafe.SliceData(raw)))%bufAlignment)
-	if off == bufAlignment {
-		off = 0
-	}
+	off := int(-uintptr(unsafe.Pointer(unsafe.SliceData(raw))) % bufAlignment) // to the next boundary
 	return raw[off : off+c : off+c]
 }
 

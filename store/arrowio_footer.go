@@ -145,13 +145,8 @@ func (w *thriftWalk) value(typ byte, depth int) error {
 				return err
 			}
 		}
-		elem := h & 0x0f
-		for i := 0; i < n; i++ {
-			if elem == tcTrue || elem == tcFalse {
-				if _, err := w.byte1(); err != nil {
-					return err
-				}
-			} else if err := w.value(elem, depth+1); err != nil {
+		for range n {
+			if err := w.elem(h&0x0f, depth+1); err != nil {
 				return err
 			}
 		}
@@ -169,14 +164,9 @@ func (w *thriftWalk) value(typ byte, depth int) error {
 		if err != nil {
 			return err
 		}
-		for i := 0; i < n; i++ {
-			for _, t := range []byte{kv >> 4, kv & 0x0f} {
-				if t == tcTrue || t == tcFalse {
-					_, err = w.byte1()
-				} else {
-					err = w.value(t, depth+1)
-				}
-				if err != nil {
+		for range n {
+			for _, t := range []byte{kv >> 4, kv & 0x0f} { // a key, then a value
+				if err := w.elem(t, depth+1); err != nil {
 					return err
 				}
 			}
@@ -211,6 +201,15 @@ func (w *thriftWalk) value(typ byte, depth int) error {
 	default:
 		return fmt.Errorf("unknown thrift type %d at %d", typ, start)
 	}
+}
+
+// elem skips one element of a list, set or map, where a bool is a byte of its own.
+func (w *thriftWalk) elem(typ byte, depth int) error {
+	if typ == tcTrue || typ == tcFalse {
+		_, err := w.byte1()
+		return err
+	}
+	return w.value(typ, depth)
 }
 
 // runFooter returns the thrift bytes of a run's footer.

@@ -227,28 +227,25 @@ func (rb *runBatches) next(ctx context.Context) (f *sortedFile, err error) {
 			f, err = nil, corruptf("%s: %v", rb.what, r)
 		}
 	}()
+	if rb.rr == nil && rb.rowGroups != nil && len(rb.rowGroups) == 0 {
+		rb.done = true
+		return nil, nil
+	}
 	if rb.rr == nil {
-		if rb.rowGroups != nil && len(rb.rowGroups) == 0 {
-			rb.done = true
+		rb.rr, err = rb.fr.GetRecordReader(ctx, nil, rb.rowGroups)
+	}
+	if err == nil && !rb.rr.Next() {
+		rb.done, err = true, rb.rr.Err()
+		if err == nil {
 			return nil, nil
 		}
-		if rb.rr, err = rb.fr.GetRecordReader(ctx, nil, rb.rowGroups); err != nil {
-			rb.done = true
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return nil, corruptf("%s: %v", rb.what, err)
-		}
 	}
-	if !rb.rr.Next() {
+	if err != nil {
 		rb.done = true
-		if err := rb.rr.Err(); err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return nil, corruptf("%s: %v", rb.what, err)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
 		}
-		return nil, nil
+		return nil, corruptf("%s: %v", rb.what, err)
 	}
 	got := rb.rr.RecordBatch()
 	rec := array.NewRecordBatch(rb.c.ArrowSchema(), got.Columns(), got.NumRows())

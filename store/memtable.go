@@ -21,8 +21,6 @@ type memEntry struct {
 	r   memRow
 }
 
-func memEntryLess(a, b *memEntry) bool { return a.key < b.key }
-
 // memtableDegree keeps a copy-on-write path copy after a reader's clone a few KiB.
 const memtableDegree = 32
 
@@ -41,7 +39,7 @@ type memtable struct {
 }
 
 func newMemtable() *memtable {
-	return &memtable{index: btree.NewG(memtableDegree, memEntryLess)}
+	return &memtable{index: btree.NewG(memtableDegree, func(a, b *memEntry) bool { return a.key < b.key })}
 }
 
 // add makes r the newest version of its key, as WAL order is write order.

@@ -149,15 +149,14 @@ func parquetProps(mem memory.Allocator, schema *arrow.Schema, sample arrow.Recor
 		perRow := max(recordBytes(sample)/sample.NumRows(), 1)
 		opts = append(opts, parquet.WithBatchSize(min(max(parquetPageSize/perRow, 64), 1024)))
 	}
-	for c := 0; c < schema.NumFields(); c++ {
-		name := schema.Field(c).Name
+	for c, f := range schema.Fields() {
 		// No reader filters on payloads, so their min/max would only cost comparisons.
-		if schema.Field(c).Type.ID() == arrow.BINARY {
-			opts = append(opts, parquet.WithStatsFor(name, false))
+		if f.Type.ID() == arrow.BINARY {
+			opts = append(opts, parquet.WithStatsFor(f.Name, false))
 		}
 		// The shard column is tiny and repetitive once encoded.
-		if sampled && name != rowcodec.ColShard && incompressible(sample.Column(c)) {
-			opts = append(opts, parquet.WithCompressionFor(name, compress.Codecs.Uncompressed))
+		if sampled && f.Name != rowcodec.ColShard && incompressible(sample.Column(c)) {
+			opts = append(opts, parquet.WithCompressionFor(f.Name, compress.Codecs.Uncompressed))
 		}
 	}
 	return parquet.NewWriterProperties(opts...)
@@ -226,17 +225,16 @@ func writeParquetWith(mem memory.Allocator, w io.Writer, schema *arrow.Schema, n
 		rec.Release()
 		return err
 	}
-	for rec != nil {
+	for rec != nil && err == nil {
 		err = fw.Write(rec)
 		rec.Release()
-		if err != nil {
-			_ = fw.Close()
-			return err
+		if err == nil {
+			rec, err = next()
 		}
-		if rec, err = next(); err != nil {
-			_ = fw.Close()
-			return err
-		}
+	}
+	if err != nil {
+		_ = fw.Close()
+		return err
 	}
 	return fw.Close()
 }

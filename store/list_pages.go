@@ -119,7 +119,6 @@ func (db *DB) ListTargetsWith(ctx context.Context, o TargetsOptions) (TargetsPag
 	limit := min(max(o.Limit, 1), MaxListPage)
 	out := TargetsPage{Stores: make([]StoreInfo, 0, min(limit, 64))}
 	var size int64
-	full := func() bool { return len(out.Stores) == limit || pageFull(size, o.MaxBytes) }
 	started := o.After.Kind == ""
 	for i, k := range o.Kinds {
 		cursor := ""
@@ -137,7 +136,7 @@ func (db *DB) ListTargetsWith(ctx context.Context, o TargetsOptions) (TargetsPag
 			}
 			out.Stores = append(out.Stores, page.Stores...)
 			size += n
-			if full() {
+			if len(out.Stores) == limit || pageFull(size, o.MaxBytes) {
 				more := page.Next != ""
 				if !more {
 					if more, err = db.anyStore(ctx, o.Kinds[i+1:]); err != nil {

@@ -149,11 +149,5 @@ func (s *Store) PendingShards(ctx context.Context) ([]ShardStats, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []ShardStats
-	for _, sh := range st.Shards {
-		if sh.PendingGenerations > 0 {
-			out = append(out, sh)
-		}
-	}
-	return out, nil
+	return slices.DeleteFunc(st.Shards, func(sh ShardStats) bool { return sh.PendingGenerations == 0 }), nil
 }

@@ -35,12 +35,9 @@ func (it *memIter) peek() *memEntry {
 func (it *memIter) next() {
 	it.cur = nil
 	for _, s := range it.subs {
-		e := s.head()
-		switch {
-		case e == nil:
-		case it.cur == nil || e.key < it.cur.key:
-			it.cur = e
-		case e.key == it.cur.key && e.r.seq > it.cur.r.seq:
+		// The smallest key, and of equal keys the newest version.
+		if e := s.head(); e != nil && (it.cur == nil || e.key < it.cur.key ||
+			e.key == it.cur.key && e.r.seq > it.cur.r.seq) {
 			it.cur = e
 		}
 	}

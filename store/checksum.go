@@ -10,9 +10,8 @@ import (
 )
 
 // Every generation file and base run is listed in a manifest with the CRC-32C of its bytes,
-// checked before decoding, since a flipped bit can decode into plausible wrong rows (and a
-// garbled schema once made Arrow ask for tens of gigabytes, docs/RELIABILITY.md finding 10).
-// An entry without a checksum is ErrCorrupt (read_object.go).
+// checked before decoding, since a flipped bit can decode into plausible wrong rows
+// (docs/RELIABILITY.md finding 10); an entry without one is ErrCorrupt (read_object.go).
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 

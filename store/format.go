@@ -12,17 +12,7 @@ import (
 // FormatVersion is written into every store.json. Readers refuse a newer major format.
 const FormatVersion = 1
 
-// Object layout (docs/FORMAT.md is the reference for outside readers):
-//
-//	_registry/<kind>/<name>.json                      registry entry (existence)
-//	<kind>/<name>/store.json                          manifest.StoreMeta
-//	<kind>/<name>/_versions/<v %020d>.json            manifest.Base, put-if-absent chain
-//	<kind>/<name>/data/<id>.parquet                   base runs (sorted by key, one row per key)
-//	<kind>/<name>/_mem_wal/<shard>/manifest/<v>.json  manifest.Shard, put-if-absent chain
-//	<kind>/<name>/_mem_wal/<shard>/wal/<pos>.arrow    WAL objects (framed Arrow IPC file, frameWAL)
-//	<kind>/<name>/_mem_wal/<shard>/gen/<g>-<epoch>.arrow  flushed generations (Arrow IPC file)
-//	<kind>/<name>/_mem_wal/<shard>/attempts/<h>.json  commit/abort claims of merge attempts
-//	_demand/<kind>/<name>/...                         demand records and compaction marker (demand.go)
+// Object layout: the table of docs/FORMAT.md names every key the helpers below build.
 const (
 	registryDir = "_registry"
 	versionsDir = "_versions"

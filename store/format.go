@@ -1,7 +1,6 @@
 package store
 
 import (
-	"cmp"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -60,7 +59,12 @@ func hashKey(parts ...string) string {
 }
 
 // attemptKey is key, or a random attempt key for library callers that never retry ("").
-func attemptKey(key string) string { return cmp.Or(key, "local-"+randomHex()) }
+func attemptKey(key string) string {
+	if key != "" {
+		return key
+	}
+	return "local-" + randomHex()
+}
 
 // randomHex is 96 random bits as 24 lower-case hex digits, the form of hashKey's names.
 func randomHex() string {

@@ -192,18 +192,21 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 		return func(need int64) bool {
 			n := max(need-charged[i], 0)
 			slackMu.Lock()
-			defer slackMu.Unlock()
 			take := min(slack, n)
+			slack -= take
+			slackMu.Unlock()
 			if acct != nil {
 				acct.outside.Add(n - take) // before the growth; what it takes is outside already
 			}
 			if n == take || res.tryGrowBy(n-take) {
-				slack -= take
 				return true
 			}
 			if acct != nil {
 				acct.outside.Add(take - n)
 			}
+			slackMu.Lock()
+			slack += take // the growth failed: give back what was taken, no lock held across it
+			slackMu.Unlock()
 			return false
 		}
 	}

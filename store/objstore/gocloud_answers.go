@@ -28,7 +28,7 @@ const maxTokenAnswer = 64 << 10
 // an azure refusal to the request's azTokenCredential.
 type tokenAnswers struct {
 	next  func(*http.Request) (*http.Response, error) // a transport's RoundTrip, a client's Do
-	last  *atomic.Pointer[tokenRefusal]
+	last  *atomic.Pointer[serverRefusal]
 	azure bool // a refusal is an azRefused, since azcore retries any other error
 }
 
@@ -54,7 +54,7 @@ func (t tokenAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	if t.last != nil && isTokenRefusal(resp.StatusCode) {
-		t.last.Store(&tokenRefusal{status: resp.StatusCode, reason: cutReason(tokenReason("", "", body))})
+		t.last.Store(tokenRefusal(resp.StatusCode, tokenReason("", "", body)))
 	}
 	return resp, nil
 }

@@ -93,7 +93,7 @@ func (o *gcsOpener) forUniverse(ctx context.Context, universeDomain string) (
 	var creds *google.Credentials
 	// The credentials keep this context and fetch every token through its client, which
 	// tells their token source (refusedTokens) whether the last answer it read was a refusal.
-	lastRefusal := new(atomic.Pointer[tokenRefusal])
+	lastRefusal := new(atomic.Pointer[serverRefusal])
 	ctx = context.WithValue(ctx, oauth2.HTTPClient, gcsTokenClient(lastRefusal))
 	if os.Getenv("STORAGE_EMULATOR_HOST") != "" || os.Getenv("STORAGE_EMULATOR_HOST_GRPC") != "" {
 		dummy := `{"type": "service_account", "project_id": "my-project-id"}`
@@ -123,7 +123,7 @@ func (o *gcsOpener) forUniverse(ctx context.Context, universeDomain string) (
 		if creds.JSON == nil {
 			// The metadata server's (GCE, Cloud Run, GKE): oauth2 asks it through the metadata
 			// package's own client, which reads an answer whole.
-			creds.TokenSource = oauth2.ReuseTokenSource(nil, gceTokens{scopes: gcsScopes})
+			creds.TokenSource = oauth2.ReuseTokenSource(nil, gceTokens{})
 			creds.UniverseDomainProvider = gceUniverseDomain
 		}
 		if ud, err := creds.GetUniverseDomain(); err == nil && ud != "" {
@@ -151,14 +151,11 @@ func (o *gcsOpener) forUniverse(ctx context.Context, universeDomain string) (
 // loaded with, not the operation's: a token endpoint answers in well under a second.
 const tokenTimeout = 30 * time.Second
 
-// gcsScopes is the scope gocloud's gcp.DefaultCredentials asks for.
-var gcsScopes = []string{"https://www.googleapis.com/auth/cloud-platform"}
-
 // gcsTokenClient is the HTTP client of every token request of one set of gs:// credentials
 // (forUniverse), which oauth2 takes from the context the credentials keep, storing each
 // refused answer in last. It is the client, not the request's context, that tells the
 // answer: oauth2 sends a service account's token request without the credentials' context.
-func gcsTokenClient(last *atomic.Pointer[tokenRefusal]) *http.Client {
+func gcsTokenClient(last *atomic.Pointer[serverRefusal]) *http.Client {
 	return &http.Client{Transport: tokenAnswers{next: gcp.DefaultTransport().RoundTrip, last: last},
 		Timeout: tokenTimeout}
 }
@@ -178,16 +175,13 @@ var gceMetadata = metadata.NewClient(&http.Client{
 })
 
 // gceTokens is oauth2's computeSource (v0.37.0) asking through gceMetadata: the metadata
-// server's token for the instance's default service account.
-type gceTokens struct {
-	scopes []string
-}
+// server's token for the instance's default service account, of the scope gocloud's
+// gcp.DefaultCredentials asks for.
+type gceTokens struct{}
 
-func (s gceTokens) Token() (*oauth2.Token, error) {
-	uri := "instance/service-accounts/default/token"
-	if len(s.scopes) > 0 {
-		uri += "?" + url.Values{"scopes": {strings.Join(s.scopes, ",")}}.Encode()
-	}
+func (gceTokens) Token() (*oauth2.Token, error) {
+	uri := "instance/service-accounts/default/token?" +
+		url.Values{"scopes": {"https://www.googleapis.com/auth/cloud-platform"}}.Encode()
 	answer, err := gceMetadata.GetWithContext(context.Background(), uri)
 	if err != nil {
 		return nil, err
@@ -294,7 +288,7 @@ func (b *gcsReadBody) Read(p []byte) (int, error) {
 var errAccessRefused = errors.New("storage refused access (HTTP 403)")
 
 // gcsForbidden is errAccessRefused with GCS's reason, from a JSON API error or an XML one
-// (an object's read), cut to maxGCSReason bytes; the body is already bounded.
+// (an object's read); the body is already bounded.
 func gcsForbidden(body []byte) error {
 	var j struct{ Error struct{ Message string } }
 	var x struct{ Message, Details string }
@@ -304,7 +298,7 @@ func gcsForbidden(body []byte) error {
 	} else if xml.Unmarshal(body, &x) == nil {
 		reason = strings.TrimSpace(x.Message + " " + x.Details)
 	}
-	return &gcsRefusal{reason: cutReason(reason)}
+	return &serverRefusal{kind: errAccessRefused, whose: "GCS's", reason: cutReason(reason)}
 }
 
 // cutReason cuts a server's reason to maxGCSReason bytes.
@@ -315,51 +309,50 @@ func cutReason(reason string) string {
 	return reason
 }
 
-// gcsRefusal is errAccessRefused with GCS's reason, which its text leaves out: the GCS client
-// retries an error whose text holds "connection reset" or the like (storage.ShouldRetry),
-// and a reason is the server's text, so a refusal saying so was asked again until the stall
-// timeout. withGCSReason puts the reason back once the error has left the client.
-type gcsRefusal struct{ reason string }
-
-func (e *gcsRefusal) Error() string        { return errAccessRefused.Error() }
-func (e *gcsRefusal) Is(target error) bool { return target == errAccessRefused }
-
-func (e *gcsRefusal) serverReason() (whose, reason string) { return "GCS's", e.reason }
-
 // errCredentialsRefused is a token endpoint's refusal of gs:// credentials: a 4xx other than
 // 408 and 429 (a revoked or badly signed grant, an unknown account, a wrong token_uri), which
 // asking again cannot mend.
 var errCredentialsRefused = errors.New("storage credentials were refused by their token endpoint")
 
-// tokenRefusal is errCredentialsRefused with the answer's status and the endpoint's reason,
-// which its text leaves out as gcsRefusal's does: oauth2 puts a token answer's body in its
-// error's text, which the GCS client matches for "connection reset" and the like, so a
-// refusal saying so was asked again until the stall timeout. It wraps nothing, so that the
-// client finds neither the body nor oauth2's Temporary under it.
-type tokenRefusal struct {
-	status int
-	reason string
+// serverRefusal is errAccessRefused or errCredentialsRefused with the server's reason, which
+// its text leaves out: the GCS client retries an error whose text holds "connection reset" or
+// the like (storage.ShouldRetry), so a reason saying so was asked again until the stall
+// timeout. It wraps nothing, so that the client finds neither a token answer's body nor
+// oauth2's Temporary under it; withGCSReason puts the reason back once the error has left the
+// client.
+type serverRefusal struct {
+	kind   error  // errAccessRefused or errCredentialsRefused
+	status int    // a token answer's, in the text; 0 for GCS's 403, whose kind says it
+	whose  string // whose reason it is
+	reason string // cut to maxGCSReason bytes
 }
 
-func (e *tokenRefusal) Error() string {
-	return fmt.Sprintf("%v (HTTP %d)", errCredentialsRefused, e.status)
+func (e *serverRefusal) Error() string {
+	if e.status == 0 {
+		return e.kind.Error()
+	}
+	return fmt.Sprintf("%v (HTTP %d)", e.kind, e.status)
 }
-func (e *tokenRefusal) Is(target error) bool { return target == errCredentialsRefused }
 
-func (e *tokenRefusal) serverReason() (whose, reason string) {
-	return "the token endpoint's", e.reason
+func (e *serverRefusal) Is(target error) bool { return target == e.kind }
+
+// tokenRefusal is errCredentialsRefused for a token answer of status, with the endpoint's
+// reason.
+func tokenRefusal(status int, reason string) *serverRefusal {
+	return &serverRefusal{kind: errCredentialsRefused, status: status,
+		whose: "the token endpoint's", reason: cutReason(reason)}
 }
 
 // refusedTokens is a token source whose refusals (a 4xx other than 408 and 429, from a token
 // endpoint through oauth2, an external account's token exchange, an impersonation, or from
-// the metadata server) fail as tokenRefusal; any other error is left as it is, for the GCS
+// the metadata server) fail as a tokenRefusal; any other error is left as it is, for the GCS
 // client to retry a 5xx or a broken connection as before.
 //
 // REQUIRES: Token is called through oauth2.ReuseTokenSource, which holds a lock over each
 // fetch, so that the last answer is this fetch's.
 type refusedTokens struct {
 	src  oauth2.TokenSource
-	last *atomic.Pointer[tokenRefusal] // the refusal of the credentials' last token request (tokenAnswers)
+	last *atomic.Pointer[serverRefusal] // the refusal of the credentials' last token request (tokenAnswers)
 }
 
 func (s *refusedTokens) Token() (*oauth2.Token, error) {
@@ -373,10 +366,10 @@ func (s *refusedTokens) Token() (*oauth2.Token, error) {
 	switch {
 	case errors.As(err, &retrieve) && retrieve.Response != nil &&
 		isTokenRefusal(retrieve.Response.StatusCode):
-		return nil, &tokenRefusal{status: retrieve.Response.StatusCode,
-			reason: cutReason(tokenReason(retrieve.ErrorCode, retrieve.ErrorDescription, retrieve.Body))}
+		return nil, tokenRefusal(retrieve.Response.StatusCode,
+			tokenReason(retrieve.ErrorCode, retrieve.ErrorDescription, retrieve.Body))
 	case errors.As(err, &gce) && isTokenRefusal(gce.Code):
-		return nil, &tokenRefusal{status: gce.Code, reason: cutReason(strings.TrimSpace(gce.Message))}
+		return nil, tokenRefusal(gce.Code, strings.TrimSpace(gce.Message))
 	}
 	// An error oauth2 (v0.37.0) made text of (a token exchange's or an impersonation's,
 	// `oauth2/google: status code 400: <body>`, or a RetrieveError it wrapped with %v), after
@@ -421,25 +414,14 @@ func tokenReason(code, desc string, body []byte) string {
 	return code + ": " + desc
 }
 
-// reasonedRefusal is a refusal whose text leaves out the server's reason (gcsRefusal,
-// tokenRefusal), which withGCSReason puts back.
-type reasonedRefusal interface {
-	error
-	serverReason() (whose, reason string)
-}
-
 // withGCSReason adds to err the server's reason of the refusal it holds, if any, quoted: one
 // line, whatever it holds.
 func withGCSReason(err error) error {
-	var refusal reasonedRefusal
-	if !errors.As(err, &refusal) {
+	var refusal *serverRefusal
+	if !errors.As(err, &refusal) || refusal.reason == "" {
 		return err
 	}
-	whose, reason := refusal.serverReason()
-	if reason == "" {
-		return err
-	}
-	return fmt.Errorf("%w; %s reason: %q", err, whose, reason)
+	return fmt.Errorf("%w; %s reason: %q", err, refusal.whose, refusal.reason)
 }
 
 // maxGCSReason bounds the reason a refusal puts in its error: GCS's names a principal and a
@@ -487,24 +469,15 @@ func checkGCSAnswer(req *http.Request, body []byte) error {
 		if item == nil {
 			return fmt.Errorf("%w: a null item", errBadListing)
 		}
-		if hasNull(item.ACL) {
+		if slices.Contains(item.ACL, nil) {
 			return fmt.Errorf("%w: an item's acl holds null", errBadListing)
 		}
 	}
-	if hasNull(a.ACL) {
+	if slices.Contains(a.ACL, nil) {
 		return fmt.Errorf("%w: its acl holds null", errBadAnswer)
 	}
 	if listing {
 		return emptyGCSAnswer(req.Context(), len(a.Items)+len(a.Prefixes), a.NextPageToken != "")
 	}
 	return nil
-}
-
-func hasNull(entries []*struct{}) bool {
-	for _, e := range entries {
-		if e == nil {
-			return true
-		}
-	}
-	return false
 }

@@ -241,10 +241,7 @@ func (b *Bucket) Exists(ctx context.Context, key string) (bool, error) {
 		ok, err = be.exists(ctx, key)
 		return err
 	})
-	if err != nil {
-		return false, err
-	}
-	return ok, nil
+	return ok && err == nil, err
 }
 
 // Delete removes the object; an absent one is not an error, so clean-up can be retried.

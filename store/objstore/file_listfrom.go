@@ -18,23 +18,20 @@ const fileListWindow = 1024
 // Sub-directories wholly before startAfter or outside prefix are never opened, and only
 // listed files are stat'ed.
 func (f *fileBackend) listFrom(ctx context.Context, prefix, startAfter string, fn func(ObjectInfo) error) error {
-	return f.walkOrdered(&fileOrderedWalk{ctx: ctx, prefix: prefix, after: startAfter, fn: fn, held: fileListWindow})
+	return f.walkOrdered(ctx, prefix, startAfter, fn, fileListWindow)
 }
 
 // list is the ordered walk from the first key with no window: a walk of the whole prefix
 // reads each directory once, holding one directory's names per level.
 func (f *fileBackend) list(ctx context.Context, prefix string, fn func(ObjectInfo) error) error {
-	return f.walkOrdered(&fileOrderedWalk{ctx: ctx, prefix: prefix, fn: fn, held: math.MaxInt / 2})
+	return f.walkOrdered(ctx, prefix, "", fn, math.MaxInt/2)
 }
 
-// walkOrdered runs w from the directory its prefix points into.
-func (f *fileBackend) walkOrdered(w *fileOrderedWalk) error {
-	w.f = f
-	dirKey := "" // the key prefix the start directory stands for ("" or ending in "/")
-	if i := strings.LastIndex(w.prefix, "/"); i >= 0 {
-		dirKey = w.prefix[:i+1]
-	}
-	return w.dir(dirKey)
+// walkOrdered walks from the directory prefix points into, whose key prefix is "" or ends in
+// "/".
+func (f *fileBackend) walkOrdered(ctx context.Context, prefix, after string, fn func(ObjectInfo) error, held int) error {
+	w := &fileOrderedWalk{f: f, ctx: ctx, prefix: prefix, after: after, fn: fn, held: held}
+	return w.dir(prefix[:strings.LastIndex(prefix, "/")+1])
 }
 
 type fileOrderedWalk struct {

@@ -93,35 +93,27 @@ func (g *gocloudBackend) putFrom(ctx context.Context, key string, write func(io.
 	// The bytes go through a pipe into Bucket.Upload (the driver reads them), not through
 	// Writer.Write: see put for why.
 	pr, pw := io.Pipe()
-	type written struct {
-		n   int64
-		err error
-	}
-	done := make(chan written, 1)
+	cw := &countingWriter{w: pw}
+	done := make(chan error, 1)
 	go func() {
-		cw := &countingWriter{w: pw}
 		err := write(cw)
 		if err != nil {
 			cancel() // abandon the upload before the driver reads EOF
 		}
 		_ = pw.CloseWithError(err)
-		done <- written{cw.n, err}
+		done <- err
 	}()
 	uerr := g.bkt.Upload(wctx, key, pr, writerOpts(false))
 	// INVARIANT: write has returned or will, now: a write blocked on a pipe nobody reads
 	// gets errUploadEnded.
 	_ = pr.CloseWithError(errUploadEnded)
-	w := <-done
-	if w.err != nil {
-		if errors.Is(w.err, errUploadEnded) && uerr != nil {
-			return 0, mapErr(uerr)
-		}
-		return 0, w.err
+	if err := <-done; err != nil && (uerr == nil || !errors.Is(err, errUploadEnded)) {
+		return 0, err
 	}
 	if uerr != nil {
 		return 0, mapErr(uerr)
 	}
-	return w.n, nil
+	return cw.n, nil
 }
 
 // put with ifAbsent writes with gocloud's IfNotExist (see Bucket.PutIfAbsent) and retries S3's

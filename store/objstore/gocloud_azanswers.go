@@ -1,6 +1,7 @@
 package objstore
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -103,10 +104,8 @@ type azCred struct {
 
 func azCredFromEnv() azCred {
 	c := azCred{account: os.Getenv("AZURE_STORAGE_ACCOUNT"), key: os.Getenv("AZURE_STORAGE_KEY")}
-	conn := os.Getenv("AZURE_STORAGE_CONNECTION_STRING")
-	if conn == "" {
-		conn = os.Getenv("AZURE_STORAGEBLOB_CONNECTIONSTRING")
-	}
+	conn := cmp.Or(os.Getenv("AZURE_STORAGE_CONNECTION_STRING"),
+		os.Getenv("AZURE_STORAGEBLOB_CONNECTIONSTRING"))
 	switch {
 	case c.account != "" && c.key != "":
 		c.kind = "key"

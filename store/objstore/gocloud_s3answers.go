@@ -61,9 +61,9 @@ func (s3Opener) OpenBucketURL(ctx context.Context, u *url.URL) (*blob.Bucket, er
 	return s3blob.OpenBucket(ctx, bounded, u.Host, opts)
 }
 
-// guardS3Listing, run by a listing's BeforeList, bounds and checks the S3 page it requests
-// (checkS3ListPages); its empty pages in a row are bounded as every gocloud listing's
-// (emptyPages).
+// guardS3Listing, run by a listing's BeforeList, bounds the body of the S3 page it requests
+// and checks the page (checkS3ListPage); its empty pages in a row are bounded as every
+// gocloud listing's (emptyPages).
 func guardS3Listing(as func(any) bool) {
 	var optFns *[]func(*s3.Options)
 	if as(&optFns) {
@@ -71,7 +71,6 @@ func guardS3Listing(as func(any) bool) {
 	}
 }
 
-// checkS3ListPages bounds each list page's body and checks the page (checkS3ListPage).
 func checkS3ListPages(o *s3.Options) {
 	o.HTTPClient = boundedAnswers{next: o.HTTPClient, okLimit: maxS3ListAnswer}
 	o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {

@@ -29,11 +29,8 @@ func RefusedReasons() []string {
 // malformed_listing and malformed_response that err holds, since a too-large listing page is
 // a listing too.
 func RefusedAnswer(err error) (string, bool) {
-	var tooLarge answerTooLarge
 	switch {
-	case err == nil:
-		return "", false
-	case errors.As(err, &tooLarge):
+	case errors.As(err, new(answerTooLarge)):
 		return RefusedTooLarge, true
 	case errors.Is(err, errAccessRefused):
 		return RefusedAccess, true
@@ -66,11 +63,7 @@ func (e *heardRefusal) Unwrap() error { return e.err }
 // tellRefused calls b.refused with the reason of err, an operation's error, unless err is no
 // refused answer or one already told, and returns err marked as told.
 func (b *Bucket) tellRefused(err error) error {
-	if err == nil || b.refused == nil {
-		return err
-	}
-	var heard *heardRefusal
-	if errors.As(err, &heard) {
+	if b.refused == nil || errors.As(err, new(*heardRefusal)) {
 		return err
 	}
 	reason, ok := RefusedAnswer(err)

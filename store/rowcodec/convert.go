@@ -46,15 +46,19 @@ func (c *Codec) RowJSON(rec arrow.RecordBatch, i int) map[string]any {
 	}
 	nf := min(len(c.names), int(rec.NumCols()))
 	m := make(map[string]any, nf)
-	for j := 0; j < nf; j++ {
-		col := rec.Column(j)
-		v, ok := goValue(col, i)
-		if !ok {
-			v = col.GetOneForMarshal(i)
-		}
-		m[c.names[j]] = jsonReady(v)
+	for j := range nf {
+		m[c.names[j]] = jsonReady(jsonValue(rec.Column(j), i))
 	}
 	return m
+}
+
+// jsonValue is a[i] as RowJSON shows it, before jsonReady: a column of no field type as Arrow
+// marshals it.
+func jsonValue(a arrow.Array, i int) any {
+	if v, ok := goValue(a, i); ok {
+		return v
+	}
+	return a.GetOneForMarshal(i)
 }
 
 // RowToJSON renders a memtable row like Codec.RowJSON renders a stored one.

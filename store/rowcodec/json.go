@@ -174,14 +174,16 @@ func (c *Codec) fromRaw(j int, raw []byte) (any, string) {
 		if raw[0] != '"' {
 			return nil, wantGot(t, rawKind(raw))
 		}
-		s, p := unquote(raw)
+		s, err := jsonscan.Unquote(raw)
 		switch {
-		case p != "" || t == TypeString:
-			return s, p
+		case err != nil:
+			return nil, fmt.Sprintf("invalid JSON string: %v", err)
+		case t == TypeString:
+			return s, ""
 		case t == TypeBinary:
-			return parseBinary(s.(string))
+			return parseBinary(s)
 		}
-		return parseTimestamp(s.(string))
+		return parseTimestamp(s)
 	case TypeInt64, TypeFloat64:
 		if !isNumberStart(raw[0]) {
 			return nil, wantGot(t, rawKind(raw))

@@ -21,13 +21,8 @@ func (c *Codec) RowJSONBytes(rec arrow.RecordBatch, i int) int64 {
 	}
 	nf := min(len(c.names), int(rec.NumCols()))
 	n := objectJSONBytes(nf)
-	for j := 0; j < nf; j++ {
-		col := rec.Column(j)
-		v, ok := goValue(col, i)
-		if !ok {
-			v = col.GetOneForMarshal(i)
-		}
-		n += stringJSONBytes(c.names[j]) + 1 + valueJSONBytes(v)
+	for j := range nf {
+		n += stringJSONBytes(c.names[j]) + 1 + valueJSONBytes(jsonValue(rec.Column(j), i))
 	}
 	return n
 }

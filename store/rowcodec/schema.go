@@ -12,37 +12,30 @@ import (
 // FieldType is the type of one user field. The set is closed: the Type constants below.
 type FieldType string
 
-// The field types and their Arrow mapping (see FieldType.ArrowType).
+// The field types, stored as arrowTypes says.
 const (
-	TypeString    FieldType = "string"    // arrow.BinaryTypes.String
-	TypeInt64     FieldType = "int64"     // arrow.PrimitiveTypes.Int64
-	TypeFloat64   FieldType = "float64"   // arrow.PrimitiveTypes.Float64
-	TypeBool      FieldType = "bool"      // arrow.FixedWidthTypes.Boolean
-	TypeBinary    FieldType = "binary"    // arrow.BinaryTypes.Binary; base64 in JSON
-	TypeTimestamp FieldType = "timestamp" // Timestamp(us, "UTC"); RFC 3339 in JSON
+	TypeString    FieldType = "string"
+	TypeInt64     FieldType = "int64"
+	TypeFloat64   FieldType = "float64"
+	TypeBool      FieldType = "bool"
+	TypeBinary    FieldType = "binary"    // base64 in JSON
+	TypeTimestamp FieldType = "timestamp" // RFC 3339 in JSON
 )
 
 // timestampType is the Arrow type of timestamp fields: microseconds, UTC.
 var timestampType = &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
 
-// ArrowType returns the Arrow type t is stored as, or nil for an unknown type.
-func (t FieldType) ArrowType() arrow.DataType {
-	switch t {
-	case TypeString:
-		return arrow.BinaryTypes.String
-	case TypeInt64:
-		return arrow.PrimitiveTypes.Int64
-	case TypeFloat64:
-		return arrow.PrimitiveTypes.Float64
-	case TypeBool:
-		return arrow.FixedWidthTypes.Boolean
-	case TypeBinary:
-		return arrow.BinaryTypes.Binary
-	case TypeTimestamp:
-		return timestampType
-	}
-	return nil
+var arrowTypes = map[FieldType]arrow.DataType{
+	TypeString:    arrow.BinaryTypes.String,
+	TypeInt64:     arrow.PrimitiveTypes.Int64,
+	TypeFloat64:   arrow.PrimitiveTypes.Float64,
+	TypeBool:      arrow.FixedWidthTypes.Boolean,
+	TypeBinary:    arrow.BinaryTypes.Binary,
+	TypeTimestamp: timestampType,
 }
+
+// ArrowType returns the Arrow type t is stored as, or nil for an unknown type.
+func (t FieldType) ArrowType() arrow.DataType { return arrowTypes[t] }
 
 // Field is one user field of a store schema.
 type Field struct {

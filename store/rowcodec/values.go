@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/walkeeper/walkeeper/internal/jsonscan"
 	"github.com/walkeeper/walkeeper/target"
 )
 
@@ -73,15 +72,6 @@ func normTime(t time.Time) (any, string) {
 		return nil, fmt.Sprintf("timestamp %s is outside the years 0000-9999 in UTC", u.Format(time.RFC3339Nano))
 	}
 	return time.UnixMicro(u.UnixMicro()).UTC(), ""
-}
-
-// unquote decodes a raw JSON string, wording a failure for the client.
-func unquote(raw []byte) (any, string) {
-	s, err := jsonscan.Unquote(raw)
-	if err != nil {
-		return nil, fmt.Sprintf("invalid JSON string: %v", err)
-	}
-	return s, ""
 }
 
 // rawKind names the JSON type of a raw value for error messages.

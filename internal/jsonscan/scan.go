@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -229,22 +230,11 @@ func TextProblem(b []byte) string {
 	return ""
 }
 
+// hex4 reads the four hex digits of a \u escape at b[at:].
 func hex4(b []byte, at int) (rune, bool) {
 	if at+4 > len(b) {
 		return 0, false
 	}
-	var r rune
-	for _, c := range b[at : at+4] {
-		switch {
-		case c >= '0' && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case c >= 'a' && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			r = r<<4 | rune(c-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	return r, true
+	r, err := strconv.ParseUint(string(b[at:at+4]), 16, 16)
+	return rune(r), err == nil
 }

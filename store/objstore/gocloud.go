@@ -47,7 +47,7 @@ func openGocloudBackend(ctx context.Context, rawURL string, u *url.URL) (*goclou
 var gocloudMux = func() *blob.URLMux {
 	m := new(blob.URLMux)
 	m.RegisterBucket(s3blob.Scheme, s3Opener{})
-	m.RegisterBucket(gcsblob.Scheme, &gcsOpener{})
+	m.RegisterBucket(gcsblob.Scheme, &gcsOpener{openers: map[string]*gcsblob.URLOpener{}})
 	m.RegisterBucket(azureblob.Scheme, &azOpener{})
 	return m
 }()
@@ -150,7 +150,7 @@ func (g *gocloudBackend) list(ctx context.Context, prefix string, fn func(Object
 
 // listDirs is a delimiter ("/") listing: object stores report each common prefix once.
 func (g *gocloudBackend) listDirs(ctx context.Context, prefix string, fn func(string) error) error {
-	return g.eachListed(ctx, &blob.ListOptions{Prefix: prefix, Delimiter: "/"}, func(obj *blob.ListObject) error {
+	return g.eachListed(ctx, &blob.ListOptions{Prefix: prefix, Delimiter: "/"}, "", func(obj *blob.ListObject) error {
 		if !obj.IsDir {
 			return nil
 		}
@@ -162,26 +162,26 @@ func (g *gocloudBackend) listDirs(ctx context.Context, prefix string, fn func(st
 	})
 }
 
-// eachListed runs one gocloud listing page by page, handing every entry to fn as its page
-// arrives, until the listing ends or fn or the storage fails. An entry outside the prefix
-// fails the listing, as does a stored key or prefix not after the one of its kind before
-// it: a server that repeats a page (a continuation token that never advances) would otherwise
-// make a listing endless, and one that lists out of order or twice breaks every cursor. Each
-// S3 page is bounded and checked as it arrives (guardS3Listing), and the empty pages in a
-// row are bounded (emptyPages).
-func (g *gocloudBackend) eachListed(ctx context.Context, opts *blob.ListOptions, fn func(*blob.ListObject) error) error {
+// eachListed runs one gocloud listing page by page, from after startAfter ("" = the start;
+// startListAfter), handing every entry to fn as its page arrives, until the listing ends or
+// fn or the storage fails. An entry outside the prefix fails the listing, as does a stored key
+// or prefix not after the one of its kind before it: a server that repeats a page (a
+// continuation token that never advances) would otherwise make a listing endless, and one
+// that lists out of order or twice breaks every cursor. Each S3 page is bounded and checked
+// as it arrives (guardS3Listing), and the empty pages in a row are bounded (emptyPages).
+func (g *gocloudBackend) eachListed(ctx context.Context, opts *blob.ListOptions, startAfter string,
+	fn func(*blob.ListObject) error) error {
 	empty := &emptyPages{}
 	ctx = context.WithValue(ctx, emptyPagesKey{}, empty)
-	before := opts.BeforeList
 	opts.BeforeList = func(as func(any) bool) error {
 		if err := empty.requested(); err != nil {
 			return err
 		}
 		guardS3Listing(as)
-		if before == nil {
-			return nil
+		if startAfter != "" {
+			startListAfter(as, startAfter)
 		}
-		return before(as)
+		return nil
 	}
 	it := g.bkt.List(opts)
 	var lastKey, lastDir string

@@ -18,10 +18,7 @@ import (
 // "__0x<hex>__".
 func (g *gocloudBackend) listFrom(ctx context.Context, prefix, startAfter string, fn func(ObjectInfo) error) error {
 	opts := &blob.ListOptions{Prefix: prefix}
-	if startAfter != "" {
-		opts.BeforeList = startAfterHook(startAfter)
-	}
-	return g.eachListed(ctx, opts, func(obj *blob.ListObject) error {
+	return g.eachListed(ctx, opts, startAfter, func(obj *blob.ListObject) error {
 		if obj.IsDir || isTempKey(obj.Key) || obj.Key <= startAfter {
 			return nil
 		}
@@ -33,30 +30,27 @@ func (g *gocloudBackend) listFrom(ctx context.Context, prefix, startAfter string
 	})
 }
 
-// startAfterHook is a gocloud BeforeList that makes the driver's first list request (no
+// startListAfter, run by a listing's BeforeList, makes the driver's first list request (no
 // continuation token or marker yet) start after key.
-func startAfterHook(key string) func(as func(any) bool) error {
-	return func(as func(any) bool) error {
-		var s3v2 *s3.ListObjectsV2Input
-		var s3v1 *s3.ListObjectsInput
-		var q *storage.Query
-		var az *container.ListBlobsHierarchyOptions
-		switch {
-		case as(&s3v2):
-			if s3v2.ContinuationToken == nil {
-				s3v2.StartAfter = &key
-			}
-		case as(&s3v1):
-			if s3v1.Marker == nil {
-				s3v1.Marker = &key
-			}
-		case as(&q):
-			q.StartOffset = key
-		case as(&az):
-			if az.Marker == nil {
-				az.StartFrom = &key
-			}
+func startListAfter(as func(any) bool, key string) {
+	var s3v2 *s3.ListObjectsV2Input
+	var s3v1 *s3.ListObjectsInput
+	var q *storage.Query
+	var az *container.ListBlobsHierarchyOptions
+	switch {
+	case as(&s3v2):
+		if s3v2.ContinuationToken == nil {
+			s3v2.StartAfter = &key
 		}
-		return nil
+	case as(&s3v1):
+		if s3v1.Marker == nil {
+			s3v1.Marker = &key
+		}
+	case as(&q):
+		q.StartOffset = key
+	case as(&az):
+		if az.Marker == nil {
+			az.StartFrom = &key
+		}
 	}
 }

@@ -239,8 +239,7 @@ type azAnswers struct {
 func (t azAnswers) Do(req *http.Request) (*http.Response, error) {
 	resp, err := t.next.Do(req)
 	if err != nil {
-		var dnsErr *net.DNSError
-		if errors.As(err, &dnsErr) {
+		if errors.As(err, new(*net.DNSError)) {
 			return resp, &hostUnresolvedError{host: req.URL.Hostname(), err: err}
 		}
 		return resp, err

@@ -7,12 +7,10 @@ import (
 )
 
 // maxEmptyListPages bounds the pages in a row that hold no entry yet promise more, in one
-// listing. gocloud's ListIterator.Next recurses once per driver page that yields no entry,
-// so an endless run of them grows the listing goroutine's stack (about 128 bytes a page)
-// until the stall timeout cuts it or, past the runtime's 1 GB limit, the process dies, which
-// no recover prevents; the GCS client instead loops over its empty answers within one driver
-// page, endless in time until the stall timeout. S3, GCS and Azure send an empty page only
-// now and then (a scan cut short), so a thousand in a row is a server's fault.
+// listing: gocloud's ListIterator.Next recurses once per such driver page, which past the
+// runtime's 1 GB stack limit kills the process, and the GCS client loops over its empty
+// answers until the stall timeout (docs/STORAGE.md §4). S3, GCS and Azure send an empty page
+// only now and then, so a thousand in a row is a server's fault.
 const maxEmptyListPages = 1000
 
 // emptyPages counts one listing's empty pages in a row: the driver pages requested since the

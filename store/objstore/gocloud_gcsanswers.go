@@ -140,9 +140,6 @@ func (o *gcsOpener) forUniverse(ctx context.Context, universeDomain string) (
 	// No TokenSource, which only grpc=true would use: gcsblob then refuses it at open, should
 	// it get past checkGocloudParams.
 	opener := &gcsblob.URLOpener{Client: client, Options: opts}
-	if o.openers == nil {
-		o.openers = map[string]*gcsblob.URLOpener{}
-	}
 	o.openers[universeDomain] = opener
 	return opener, nil
 }
@@ -217,14 +214,12 @@ type gcsAnswers struct {
 
 func (t gcsAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
 	read, _ := req.Context().Value(gcsReadKey{}).(*gcsRead)
-	if read != nil && !isGCSJSONAPI(req.URL) {
-		if n := read.failed.Load(); n > maxGCSReadReopens {
-			if req.Body != nil {
-				_ = req.Body.Close()
-			}
-			return nil, fmt.Errorf("%w: an object's body broke off %d times in one read",
-				errBadAnswer, n)
+	if read != nil && !isGCSJSONAPI(req.URL) && read.failed.Load() > maxGCSReadReopens {
+		if req.Body != nil {
+			_ = req.Body.Close()
 		}
+		return nil, fmt.Errorf("%w: an object's body broke off %d times in one read",
+			errBadAnswer, read.failed.Load())
 	}
 	resp, err := t.next.RoundTrip(req)
 	if err != nil {

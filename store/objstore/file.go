@@ -206,14 +206,17 @@ func (f *fileBackend) get(ctx context.Context, key string, limit int64, alloc Al
 }
 
 func (f *fileBackend) exists(ctx context.Context, key string) (bool, error) {
-	st, err := f.r.Lstat(relPath(key))
-	if err != nil {
-		if isNotExist(err) {
-			return false, nil
-		}
-		return false, err
+	st, err := f.lstat(relPath(key))
+	return st != nil && st.Mode().IsRegular(), err
+}
+
+// lstat is the root's Lstat of p, nil with no error when nothing is there (isNotExist).
+func (f *fileBackend) lstat(p string) (fs.FileInfo, error) {
+	st, err := f.r.Lstat(p)
+	if isNotExist(err) {
+		return nil, nil
 	}
-	return st.Mode().IsRegular(), nil
+	return st, err
 }
 
 // put writes data to a temp file in the key's directory and publishes it (publishTemp).
@@ -375,15 +378,9 @@ func (f *fileBackend) mkdirAll(dir string) error {
 // as an object store (which has no directories) would.
 func (f *fileBackend) delete(ctx context.Context, key string) error {
 	p := relPath(key)
-	st, err := f.r.Lstat(p)
-	if err != nil {
-		if isNotExist(err) {
-			return nil
-		}
-		return err
-	}
-	if st.IsDir() {
-		return nil // a directory is not an object
+	st, err := f.lstat(p)
+	if st == nil || st.IsDir() {
+		return err // nothing there, or a directory, which is not an object
 	}
 	if err := f.r.Remove(p); err != nil && !isNotExist(err) {
 		return err

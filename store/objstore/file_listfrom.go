@@ -29,7 +29,8 @@ func (f *fileBackend) list(ctx context.Context, prefix string, fn func(ObjectInf
 
 // walkOrdered walks from the directory prefix points into, whose key prefix is "" or ends in
 // "/".
-func (f *fileBackend) walkOrdered(ctx context.Context, prefix, after string, fn func(ObjectInfo) error, held int) error {
+func (f *fileBackend) walkOrdered(ctx context.Context, prefix, after string, fn func(ObjectInfo) error,
+	held int) error {
 	w := &fileOrderedWalk{f: f, ctx: ctx, prefix: prefix, after: after, fn: fn, held: held}
 	return w.dir(prefix[:strings.LastIndex(prefix, "/")+1])
 }
@@ -143,15 +144,9 @@ func (w *fileOrderedWalk) window(dirKey, lower string) ([]dirEntryKey, bool, err
 
 // file stats one listed key and hands it to fn; a file removed meanwhile is skipped.
 func (w *fileOrderedWalk) file(key string) error {
-	st, err := w.f.r.Lstat(relPath(key))
-	if err != nil {
-		if isNotExist(err) {
-			return nil
-		}
-		return err
-	}
-	if !st.Mode().IsRegular() {
-		return nil
+	st, err := w.f.lstat(relPath(key))
+	if st == nil || !st.Mode().IsRegular() {
+		return err // nil, unless the stat failed
 	}
 	return w.fn(ObjectInfo{Key: key, Size: st.Size(), ModTime: st.ModTime()})
 }

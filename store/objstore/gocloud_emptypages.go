@@ -18,8 +18,7 @@ const maxEmptyListPages = 1000
 // answers the GCS client read within one driver page (emptyGCSAnswer). One listing runs on one
 // goroutine; the counts are atomic only so that a transport may touch them from another.
 type emptyPages struct {
-	pageAsked atomic.Bool  // a driver page was requested
-	yielded   atomic.Bool  // the listing yielded an entry since the last driver page request
+	unyielded atomic.Bool  // a driver page was requested, and no entry yielded since
 	n         atomic.Int64 // empty pages in a row
 }
 
@@ -28,7 +27,7 @@ type emptyPagesKey struct{}
 
 // entry records an entry the listing yielded.
 func (e *emptyPages) entry() {
-	e.yielded.Store(true)
+	e.unyielded.Store(false)
 	e.n.Store(0)
 }
 
@@ -44,7 +43,7 @@ func (e *emptyPages) empty() error {
 // driver pages in a row that yielded no entry. It sees every driver's pages, whatever the
 // scheme: S3's and Azure's are one request each.
 func (e *emptyPages) requested() error {
-	if e.pageAsked.Swap(true) && !e.yielded.Swap(false) {
+	if e.unyielded.Swap(true) {
 		return e.empty()
 	}
 	return nil

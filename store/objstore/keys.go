@@ -41,10 +41,8 @@ func checkSegments(what, s, path string) error {
 	if !utf8.ValidString(s) {
 		return invalidf("key %q is not valid UTF-8", s)
 	}
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f || r == '\\' {
-			return invalidf("key %q contains a control character or backslash", s)
-		}
+	if strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' }) {
+		return invalidf("key %q contains a control character or backslash", s)
 	}
 	for _, seg := range strings.Split(path, "/") {
 		switch {

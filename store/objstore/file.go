@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -320,11 +319,7 @@ func (f *fileBackend) writeTemp(dir string, fill func(*os.File) error) (tmp stri
 			}
 			return "", err
 		}
-		var suffix [12]byte
-		if _, err := rand.Read(suffix[:]); err != nil {
-			return "", err
-		}
-		tmp = filepath.Join(dir, tempPrefix+hex.EncodeToString(suffix[:]))
+		tmp = filepath.Join(dir, tempPrefix+rand.Text())
 		var err error
 		fh, err = f.r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
 		if err == nil {

@@ -19,12 +19,10 @@ import (
 )
 
 // fileBackend is file:// on the local filesystem rather than gocloud's fileblob, whose
-// IfNotExist is stat-then-rename (not atomic even in one process) and which neither fsyncs nor
-// keeps temp files beside their target. Every write goes to a temp file in the key's
-// directory, fsynced, and is published by rename(2) (put) or link(2) (ifAbsent: EEXIST is
-// atomic across processes), the directory fsynced after. Every path below the root is
-// resolved through an os.Root, so no symlink left in the root leads a read, a write or a
-// delete out of it, however it is raced.
+// IfNotExist is stat-then-rename, not atomic even in one process (docs/STORAGE.md §2): a write
+// is a fsynced temp file beside its key, published by rename(2) or, create-only, by link(2),
+// whose EEXIST is atomic across processes; every path is resolved through an os.Root, so no
+// symlink left in the root leads a read, a write or a delete out of it, however it is raced.
 type fileBackend struct {
 	root    string      // absolute root directory
 	r       *os.Root    // the root, opened once; nil for a URL only checked

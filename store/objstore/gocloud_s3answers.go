@@ -16,23 +16,18 @@ import (
 	"gocloud.dev/blob/s3blob"
 )
 
-// What walkeeper reads of an S3 answer, since the SDK reads an error answer whole and believes
-// any 200 to a listing: the bucket's S3 client bounds every error answer (s3Opener),
-// and gocloud's BeforeList hook bounds and checks each list page (docs/STORAGE.md §4).
-const (
-	// maxS3ListAnswer bounds one list page's body: 1,000 entries (the page size asked) of
-	// 1,024-byte keys, every byte escaped as the 6-byte `&quot;`, is about 6.5 MB, and a page of
-	// walkeeper's own keys well under 1 MB.
-	maxS3ListAnswer = 8 << 20
-)
+// The SDK reads an S3 error answer whole and believes any 200 to a listing: the bucket's S3
+// client bounds every error answer (s3Opener), and gocloud's BeforeList hook bounds and checks
+// each list page (docs/STORAGE.md §4), whose body maxS3ListAnswer bounds: 1,000 entries (the
+// page size asked) of 1,024-byte keys, every byte escaped as the 6-byte `&quot;`, is about
+// 6.5 MB, and a page of walkeeper's own keys well under 1 MB.
+const maxS3ListAnswer = 8 << 20
 
 // s3Opener is s3blob's URL opener with its bucket reopened on a copy of its S3 client whose
 // HTTP client refuses an error answer's body past maxErrorAnswer, since gocloud gives a
-// per-request hook to lists and gets only, not to puts, deletes or heads. The copy keeps every
-// option the URL set on the client, and the reopened bucket the s3blob options the opener
-// takes from the URL (ssetype, kmskeyid, the client's checksum setting). It sits under the
-// mux, which wraps what it returns for prefix= and key=: a reopen above the mux would drop
-// them, and a prefixed root would read and write the bucket's top.
+// per-request hook to lists and gets only. The reopen keeps the options the URL set (the
+// client's, ssetype, kmskeyid, the checksum setting) and sits under the mux, which applies
+// prefix= and key=: reopened above it, a prefixed root would read and write the bucket's top.
 type s3Opener struct{}
 
 func (s3Opener) OpenBucketURL(ctx context.Context, u *url.URL) (*blob.Bucket, error) {

@@ -4,8 +4,10 @@
 # its time went. CPU is user + system time of the binary and every child it waited for (worker
 # processes, servers a test starts and stops), from bash's `times`; the exit status is the
 # binary's. The binary runs with the GOGC test.sh was called with (test.sh raises it for the
-# builds only).
+# builds only); the go commands a test runs (internal/testkit/walkeeperproc.Go: the walkeeper
+# binary, test/upgrade's build B) build with the run's GOGC, through WALKEEPER_BUILD_GOGC.
 if [[ -n "${WALKEEPER_CALLER_GOGC:-}" ]]; then
+  export WALKEEPER_BUILD_GOGC="${GOGC-}"
   if [[ "$WALKEEPER_CALLER_GOGC" == unset ]]; then unset GOGC; else export GOGC="$WALKEEPER_CALLER_GOGC"; fi
   unset WALKEEPER_CALLER_GOGC
 fi

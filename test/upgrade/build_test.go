@@ -124,15 +124,9 @@ func patchedFiles(t *testing.T, patch, dir string) []string {
 // histories of the code before it.
 func replayOnB(t *testing.T, bs builds) {
 	t.Helper()
-	root, err := cachebin.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "test", "-overlay", bs.overlay, "-count=1", "-v", "-run", "^TestReplay$", "./workflows")
-	cmd.Dir = root
-	out, err := cmd.CombinedOutput()
+	out, err := walkeeperproc.Go(ctx, "test", "-ldflags=-w", "-overlay", bs.overlay, "-count=1", "-v", "-run", "^TestReplay$", "./workflows")
 	if err != nil {
 		t.Fatalf("build B does not replay the recorded histories: %v\n%s", err, out)
 	}

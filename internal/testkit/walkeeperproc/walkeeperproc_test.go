@@ -1,11 +1,16 @@
 package walkeeperproc
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/walkeeper/walkeeper/internal/cachebin"
 )
 
 // fatalTB records a Fatalf and the clean-ups registered, which it runs when asked.
@@ -51,5 +56,36 @@ func TestFindingAnUnhealthyWorkerIsStoppedWhenItsStartFails(t *testing.T) {
 	case <-w.Exited():
 	case <-time.After(30 * time.Second):
 		t.Fatal("the worker whose start failed is still running")
+	}
+}
+
+// Test packages built the walkeeper binary at the same time, each compiling everything, and at
+// the default GOGC: go commands now run one at a time per module root (a second one waits for
+// the first and then finds its packages in the build cache), at the run's build GOGC.
+func TestGoRunsOneAtATimeAtTheBuildGOGC(t *testing.T) {
+	t.Setenv(EnvBuildGOGC, "400")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	root, err := cachebin.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env := goCommand(ctx, root, "env").Env; !slices.Contains(env, "GOGC=400") || env[len(env)-1] != "GOGC=400" {
+		t.Fatalf("go's environment does not end with GOGC=400 from %s", EnvBuildGOGC)
+	}
+
+	unlock, err := lockBuilds(ctx, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another process's build holds the lock: this one waits for it, here until its deadline.
+	short, cancelShort := context.WithTimeout(ctx, time.Second)
+	defer cancelShort()
+	if out, err := Go(short, "env", "GOGC"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("go env ran while another build held the lock: %q, %v", out, err)
+	}
+	unlock()
+	if _, err := Go(ctx, "env", "GOGC"); err != nil {
+		t.Fatalf("go env after the lock was dropped: %v", err)
 	}
 }

@@ -18,9 +18,8 @@ import (
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/actioncount"
-	"github.com/walkeeper/walkeeper/internal/cachebin"
 	"github.com/walkeeper/walkeeper/internal/devserver"
-	"github.com/walkeeper/walkeeper/internal/proc"
+	"github.com/walkeeper/walkeeper/internal/testkit/testbin"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/worker"
 )
@@ -87,7 +86,7 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 		sv := &overheadServer{name: v.name, mergeOps: persistenceOps{}}
 		dev := devserver.Options{ServerDefaults: v.defaults}
 		if o.Temporal == "" {
-			if sv.metrics, err = proc.FreePort(); err != nil {
+			if sv.metrics, err = testbin.FreePort(); err != nil {
 				return err
 			}
 			dev.MetricsPort = sv.metrics
@@ -95,7 +94,7 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 		logDir := filepath.Join(dir, fmt.Sprintf("server%d", i))
 		if v.cluster {
 			sv.tenv, err = startCluster(ctx, o, logDir, sv.metrics, nil)
-			if errors.Is(err, cachebin.ErrNotInstalled) && os.Getenv("CI") == "" {
+			if errors.Is(err, testbin.ErrNotInstalled) && os.Getenv("CI") == "" {
 				// Outside CI the third column is optional.
 				res.note("No PostgreSQL-backed column: %v.", err)
 				o.progressf("temporal-overhead: %v; running without the PostgreSQL-backed server", err)

@@ -11,7 +11,6 @@ import (
 	"io"
 	mrand "math/rand/v2"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"slices"
@@ -123,15 +122,6 @@ func (p *Proc) Stop(sig syscall.Signal, grace time.Duration) error {
 	}
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func FreePort() (int, error) {
-	ports, err := FreePorts(1)
-	if err != nil {
-		return 0, err
-	}
-	return ports[0], nil
-}
-
 // FreePorts returns n distinct ports in [10000, 32768) that were free a moment ago, chosen
 // at random. They are held open together while being picked, so the n are distinct. They
 // come from below the kernel's ephemeral range (from 32768 on Linux): a port released there
@@ -161,33 +151,6 @@ func FreePorts(n int) ([]int, error) {
 
 // ephemeralStart is where Linux's default ephemeral port range (ip_local_port_range) begins.
 const ephemeralStart = 32768
-
-// WaitTCP waits until addr accepts a TCP connection, the process exits, or timeout passes.
-func (p *Proc) WaitTCP(addr string, timeout time.Duration) error {
-	return p.WaitFor(context.Background(), timeout, func() error {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			_ = c.Close()
-		}
-		return err
-	})
-}
-
-// WaitHTTP waits until a GET of url answers 200 OK, the process exits, or timeout passes.
-func (p *Proc) WaitHTTP(url string, timeout time.Duration) error {
-	c := http.Client{Timeout: 5 * time.Second}
-	return p.WaitFor(context.Background(), timeout, func() error {
-		res, err := c.Get(url)
-		if err != nil {
-			return err
-		}
-		_ = res.Body.Close()
-		if res.StatusCode != http.StatusOK {
-			return fmt.Errorf("GET %s: %s", url, res.Status)
-		}
-		return nil
-	})
-}
 
 // WaitFor polls ready every 100 ms until it returns nil, the process exits (an error with
 // the output's tail), ctx ends, or timeout passes (the last error from ready).

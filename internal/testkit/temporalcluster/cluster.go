@@ -28,6 +28,7 @@ import (
 	"github.com/walkeeper/walkeeper/internal/cachebin"
 	"github.com/walkeeper/walkeeper/internal/devserver"
 	"github.com/walkeeper/walkeeper/internal/proc"
+	"github.com/walkeeper/walkeeper/internal/testkit/testbin"
 	"github.com/walkeeper/walkeeper/temporaladmin"
 )
 
@@ -40,8 +41,8 @@ const (
 
 // Tools installed by scripts/install-temporal-server.sh.
 var (
-	ServerTool  = cachebin.Tool{Name: "temporal-server", Script: "scripts/install-temporal-server.sh", EnvVar: "WALKEEPER_TEMPORAL_SERVER_BIN"}
-	SQLToolTool = cachebin.Tool{Name: "temporal-sql-tool", Script: "scripts/install-temporal-server.sh", EnvVar: "WALKEEPER_TEMPORAL_SQL_TOOL_BIN"}
+	ServerTool  = testbin.Tool{Name: "temporal-server", Script: "scripts/install-temporal-server.sh", EnvVar: "WALKEEPER_TEMPORAL_SERVER_BIN"}
+	SQLToolTool = testbin.Tool{Name: "temporal-sql-tool", Script: "scripts/install-temporal-server.sh", EnvVar: "WALKEEPER_TEMPORAL_SQL_TOOL_BIN"}
 )
 
 // DefaultHistoryShards is the shard count of the test cluster: more than one, so that
@@ -89,11 +90,11 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 		o.Namespaces = []string{"default"}
 	}
 	progress := cmp.Or(o.Progress, io.Discard)
-	bin, err := cachebin.Find(ServerTool)
+	bin, err := testbin.Find(ServerTool)
 	if err != nil {
 		return nil, err
 	}
-	sqlTool, err := cachebin.Find(SQLToolTool)
+	sqlTool, err := testbin.Find(SQLToolTool)
 	if err != nil {
 		return nil, err
 	}

@@ -11,8 +11,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/walkeeper/walkeeper/internal/cachebin"
 	"github.com/walkeeper/walkeeper/internal/proc"
+	"github.com/walkeeper/walkeeper/internal/testkit/testbin"
 )
 
 // PostgresUser is the database role Temporal connects as (trust authentication on
@@ -62,7 +62,7 @@ func startPostgres(ctx context.Context, binDir, logPath string) (_ *Postgres, er
 			return nil, err
 		}
 	}
-	port, err := proc.FreePort()
+	port, err := testbin.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -162,5 +162,5 @@ func findPostgresBinDir() (string, error) {
 			return d, nil
 		}
 	}
-	return "", fmt.Errorf("PostgreSQL %s: %w (no initdb beside a postgres on PATH nor in /usr/lib/postgresql/%s/bin; run scripts/install-postgres.sh)", PostgresMajor, cachebin.ErrNotInstalled, PostgresMajor)
+	return "", fmt.Errorf("PostgreSQL %s: %w (no initdb beside a postgres on PATH nor in /usr/lib/postgresql/%s/bin; run scripts/install-postgres.sh)", PostgresMajor, testbin.ErrNotInstalled, PostgresMajor)
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/walkeeper/walkeeper/internal/cachebin"
+	"github.com/walkeeper/walkeeper/internal/testkit/testbin"
 )
 
 // Databases Temporal's postgres12 plugin uses: persistence and SQL visibility.
@@ -74,5 +75,5 @@ func findSchemaRoot(version string) (string, error) {
 			return d, nil
 		}
 	}
-	return "", fmt.Errorf("Temporal %s PostgreSQL schemas: %w (looked in %v; run scripts/install-temporal-server.sh)", version, cachebin.ErrNotInstalled, candidates)
+	return "", fmt.Errorf("Temporal %s PostgreSQL schemas: %w (looked in %v; run scripts/install-temporal-server.sh)", version, testbin.ErrNotInstalled, candidates)
 }

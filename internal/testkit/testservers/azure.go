@@ -8,6 +8,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"github.com/walkeeper/walkeeper/internal/testkit/testbin"
 )
 
 // Azurite's well-known development account (the same in every Azurite and in Microsoft's
@@ -49,5 +51,5 @@ func startAzurite(s *Server) error {
 	// Azurite is a Node program that loads tens of thousands of module files before it listens: with
 	// a cold page cache on a disk CI keeps busy it took over a minute once. The wait ends at
 	// once if the process exits, so a long one costs nothing when Azurite is healthy.
-	return s.p.WaitTCP(addr, 3*time.Minute)
+	return testbin.WaitTCP(s.p, addr, 3*time.Minute)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/walkeeper/walkeeper/internal/proc"
 	"github.com/walkeeper/walkeeper/internal/testkit/apitest"
+	"github.com/walkeeper/walkeeper/internal/testkit/testbin"
 )
 
 // startFakeGCS runs fake-gcs-server over plain HTTP with its in-memory backend. gocloud's
@@ -23,7 +24,7 @@ func startFakeGCS(s *Server) error {
 		return err
 	}
 	s.Env = []string{"STORAGE_EMULATOR_HOST=" + addr}
-	if err := s.p.WaitHTTP(s.Endpoint+"/storage/v1/b", time.Minute); err != nil {
+	if err := testbin.WaitHTTP(s.p, s.Endpoint+"/storage/v1/b", time.Minute); err != nil {
 		return err
 	}
 	s.newBucket = func(ctx context.Context, name string) (string, error) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/walkeeper/walkeeper/internal/proc"
 	"github.com/walkeeper/walkeeper/internal/testkit/s3test"
+	"github.com/walkeeper/walkeeper/internal/testkit/testbin"
 )
 
 // startMinIO runs `minio server DIR` (single drive) with the web console off. Its root user
@@ -29,7 +30,7 @@ func startMinIO(s *Server) error {
 		return err
 	}
 	// MinIO's readiness probe answers 200 once the drive is formatted and the S3 API serves.
-	if err := s.p.WaitHTTP(s.Endpoint+"/minio/health/ready", 2*time.Minute); err != nil {
+	if err := testbin.WaitHTTP(s.p, s.Endpoint+"/minio/health/ready", 2*time.Minute); err != nil {
 		return err
 	}
 	return s3Ready(s)
@@ -43,7 +44,7 @@ func startVersityGW(s *Server) error {
 	if err != nil {
 		return err
 	}
-	if err := s.p.WaitTCP(addr, time.Minute); err != nil {
+	if err := testbin.WaitTCP(s.p, addr, time.Minute); err != nil {
 		return err
 	}
 	return s3Ready(s)

@@ -26,9 +26,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/walkeeper/walkeeper/internal/cachebin"
 	"github.com/walkeeper/walkeeper/internal/proc"
 	"github.com/walkeeper/walkeeper/internal/testkit/s3test"
+	"github.com/walkeeper/walkeeper/internal/testkit/testbin"
 )
 
 // Kind names a server implementation.
@@ -45,18 +45,18 @@ const (
 // Backend is one server of the matrix.
 type Backend struct {
 	Kind  Kind
-	Tool  cachebin.Tool
+	Tool  testbin.Tool
 	start func(s *Server) error
 }
 
 // Start runs the server for t (stopped by t.Cleanup) and returns it with a fresh bucket.
 func (b Backend) Start(t testing.TB) *Server {
 	t.Helper()
-	bin, err := cachebin.Find(b.Tool)
+	bin, err := testbin.Find(b.Tool)
 	if err != nil {
-		cachebin.Missing(t, err)
+		testbin.Missing(t, err)
 	}
-	s := &Server{Kind: b.Kind, Version: cachebin.Version(b.Tool), bin: bin, dir: tempDir(t, string(b.Kind))}
+	s := &Server{Kind: b.Kind, Version: testbin.Version(b.Tool), bin: bin, dir: tempDir(t, string(b.Kind))}
 	s.log = filepath.Join(s.dir, "server.log")
 	t.Cleanup(func() {
 		if err := s.Stop(); err != nil {
@@ -84,10 +84,10 @@ func (b Backend) Start(t testing.TB) *Server {
 // Backends is the object-store matrix: every server walkeeper claims to support.
 func Backends() []Backend {
 	return []Backend{
-		{Kind: MinIO, Tool: cachebin.Tool{Name: "minio", Script: "scripts/install-minio.sh", EnvVar: "WALKEEPER_MINIO_BIN"}, start: startMinIO},
-		{Kind: VersityGW, Tool: cachebin.Tool{Name: "versitygw", Script: "scripts/install-versitygw.sh", EnvVar: "WALKEEPER_VERSITYGW_BIN"}, start: startVersityGW},
-		{Kind: FakeGCS, Tool: cachebin.Tool{Name: "fake-gcs-server", Script: "scripts/install-fake-gcs-server.sh", EnvVar: "WALKEEPER_FAKE_GCS_SERVER_BIN"}, start: startFakeGCS},
-		{Kind: Azurite, Tool: cachebin.Tool{Name: "azurite-blob", Script: "scripts/install-azurite.sh", EnvVar: "WALKEEPER_AZURITE_BIN"}, start: startAzurite},
+		{Kind: MinIO, Tool: testbin.Tool{Name: "minio", Script: "scripts/install-minio.sh", EnvVar: "WALKEEPER_MINIO_BIN"}, start: startMinIO},
+		{Kind: VersityGW, Tool: testbin.Tool{Name: "versitygw", Script: "scripts/install-versitygw.sh", EnvVar: "WALKEEPER_VERSITYGW_BIN"}, start: startVersityGW},
+		{Kind: FakeGCS, Tool: testbin.Tool{Name: "fake-gcs-server", Script: "scripts/install-fake-gcs-server.sh", EnvVar: "WALKEEPER_FAKE_GCS_SERVER_BIN"}, start: startFakeGCS},
+		{Kind: Azurite, Tool: testbin.Tool{Name: "azurite-blob", Script: "scripts/install-azurite.sh", EnvVar: "WALKEEPER_AZURITE_BIN"}, start: startAzurite},
 	}
 }
 

@@ -14,8 +14,8 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/walkeeper/walkeeper/internal/cachebin"
 	"github.com/walkeeper/walkeeper/internal/testkit/temporalcluster"
+	"github.com/walkeeper/walkeeper/internal/testkit/testbin"
 )
 
 // defaultNamespace is the namespace every dev server has.
@@ -118,9 +118,9 @@ func start(t testing.TB, mode Mode, o Options) (*server, client.Client) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	s, err := startServer(ctx, mode, o, dir, t.Output())
-	if errors.Is(err, cachebin.ErrNotInstalled) {
+	if errors.Is(err, testbin.ErrNotInstalled) {
 		_ = os.RemoveAll(dir)
-		cachebin.Missing(t, err)
+		testbin.Missing(t, err)
 	}
 	if err != nil {
 		t.Fatalf("testtemporal: %v (files in %s)", err, dir)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/walkeeper/walkeeper/internal/cachebin"
 	"github.com/walkeeper/walkeeper/internal/proc"
+	"github.com/walkeeper/walkeeper/internal/testkit/testbin"
 )
 
 // buildTimeout bounds one `go build` on a loaded machine with a cold cache.
@@ -125,7 +126,7 @@ var healthyWithin = 90 * time.Second
 func (w *Worker) Start(t testing.TB) {
 	t.Helper()
 	if w.Listen == "" {
-		port, err := proc.FreePort()
+		port, err := testbin.FreePort()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,7 +151,7 @@ func (w *Worker) Start(t testing.TB) {
 	w.p = p
 	// A start that fails kills its process, which would outlive the test binary. No clean-up
 	// is registered on t: a worker restarted inside a subtest must outlive that subtest.
-	err = p.WaitHTTP("http://"+w.Listen+"/healthz", healthyWithin)
+	err = testbin.WaitHTTP(p, "http://"+w.Listen+"/healthz", healthyWithin)
 	if err != nil {
 		_ = p.Stop(syscall.SIGKILL, time.Minute)
 		t.Fatalf("worker %s did not become healthy (log %s): %v", w.Instance, w.Log, err)

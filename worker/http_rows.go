@@ -1,8 +1,10 @@
 package worker
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"unicode/utf8"
 
 	"go.uber.org/zap"
@@ -62,22 +64,6 @@ func (a *apiServer) getRow(w http.ResponseWriter, r *http.Request, s *store.Stor
 	return nil
 }
 
-// rowsQuery parses ?source=&limit=&after= of GET .../rows.
-func rowsQuery(r *http.Request) (store.ListOptions, error) {
-	q := r.URL.Query()
-	opts := store.ListOptions{Source: q.Get("source"), After: q.Get("after")}
-	switch opts.Source {
-	case "":
-		opts.Source = "all"
-	case "all", "base", "wal":
-	default:
-		return opts, newAPIError(http.StatusBadRequest, CodeInvalidInput, "source %q is not all, base or wal", clipText(opts.Source))
-	}
-	var err error
-	opts.Limit, err = queryLimit(q, defaultListLimit, maxListLimit)
-	return opts, err
-}
-
 func (a *apiServer) deleteRow(w http.ResponseWriter, r *http.Request, s *store.Store) error {
 	id := r.PathValue("id")
 	if id == "" {
@@ -100,8 +86,13 @@ func (a *apiServer) deleteRow(w http.ResponseWriter, r *http.Request, s *store.S
 // bounded by both, so it holds at most --page-bytes of JSON plus one row; `next` is the last
 // key written. The page's room is taken from --page-budget-bytes while it is answered.
 func (a *apiServer) listRows(w http.ResponseWriter, r *http.Request, s *store.Store) error {
-	opts, err := rowsQuery(r)
-	if err != nil {
+	q := r.URL.Query()
+	opts := store.ListOptions{Source: cmp.Or(q.Get("source"), "all"), After: q.Get("after")}
+	if !slices.Contains([]string{"all", "base", "wal"}, opts.Source) {
+		return newAPIError(http.StatusBadRequest, CodeInvalidInput, "source %q is not all, base or wal", clipText(opts.Source))
+	}
+	var err error
+	if opts.Limit, err = queryLimit(q, defaultListLimit, maxListLimit); err != nil {
 		return err
 	}
 	head := r.Method == http.MethodHead

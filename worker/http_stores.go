@@ -151,10 +151,16 @@ const (
 	maxStatsLimit     = store.MaxStatsShards
 )
 
+// stats answers a page of shards after ?after=, the next of the previous page (a shard id).
 func (a *apiServer) stats(w http.ResponseWriter, r *http.Request, s *store.Store) error {
-	after, limit, err := statsQuery(r)
+	q := r.URL.Query()
+	limit, err := queryLimit(q, defaultStatsLimit, maxStatsLimit)
 	if err != nil {
 		return err
+	}
+	after := q.Get("after")
+	if after != "" && !store.IsShardID(after) {
+		return newAPIError(http.StatusBadRequest, CodeInvalidInput, "after %q is not a shard id (the next of a stats page)", clipText(after))
 	}
 	page, err := s.StatsPage(r.Context(), after, limit)
 	if err != nil {
@@ -162,17 +168,4 @@ func (a *apiServer) stats(w http.ResponseWriter, r *http.Request, s *store.Store
 	}
 	writeJSON(w, http.StatusOK, page)
 	return nil
-}
-
-// statsQuery parses ?limit=&after=; after is the next of the previous page, a shard id.
-func statsQuery(r *http.Request) (after string, limit int, err error) {
-	q := r.URL.Query()
-	if limit, err = queryLimit(q, defaultStatsLimit, maxStatsLimit); err != nil {
-		return "", 0, err
-	}
-	after = q.Get("after")
-	if after != "" && !store.IsShardID(after) {
-		return "", 0, newAPIError(http.StatusBadRequest, CodeInvalidInput, "after %q is not a shard id (the next of a stats page)", clipText(after))
-	}
-	return after, limit, nil
 }

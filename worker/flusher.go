@@ -135,11 +135,6 @@ func (fl *Flusher) FlushKind(ctx context.Context, k store.Kind) {
 	}
 }
 
-type flushOutcome struct {
-	res store.FlushResult
-	err error
-}
-
 // Who takes a seal's outcome (flushStore): the pass still waits for it, has it, or has
 // abandoned it to the seal.
 const (
@@ -169,7 +164,8 @@ func (fl *Flusher) flushStore(ctx context.Context, s *store.Store) {
 	// context or with Stop.
 	sealCtx, cancelSeal := context.WithCancel(fl.life)
 	unhook := context.AfterFunc(ctx, cancelSeal)
-	done := make(chan flushOutcome, 1)
+	var res store.FlushResult // the pass reads it only once done hands it the error
+	done := make(chan error, 1)
 	started := time.Now()
 	// owner says who takes the seal's outcome: this pass, or, once the pass has given up on
 	// it, the seal itself, which then reports its failure or runs the count trigger.
@@ -179,7 +175,6 @@ func (fl *Flusher) flushStore(ctx context.Context, s *store.Store) {
 		defer unhook()
 		// A panic of the seal is its error: the store's in-flight mark must go, or every later
 		// sweep would skip the store as still sealing.
-		var res store.FlushResult
 		err := func() (err error) {
 			defer store.RecoverTo(fl.opts.Logger, "flush sweeper seal", &err)
 			res, err = fl.opts.Flush(sealCtx, s)
@@ -192,7 +187,7 @@ func (fl *Flusher) flushStore(ctx context.Context, s *store.Store) {
 		delete(fl.inflight, key)
 		fl.mu.Unlock()
 		if owner.CompareAndSwap(sealWaited, sealDelivered) {
-			done <- flushOutcome{res, err}
+			done <- err
 			return
 		}
 		switch {
@@ -207,12 +202,12 @@ func (fl *Flusher) flushStore(ctx context.Context, s *store.Store) {
 
 	timer := time.NewTimer(fl.opts.Timeout)
 	defer timer.Stop()
-	var out flushOutcome
+	var err error
 	select {
-	case out = <-done:
+	case err = <-done:
 	case <-timer.C:
 		if !owner.CompareAndSwap(sealWaited, sealAbandoned) {
-			out = <-done // it completed as the timer fired
+			err = <-done // it completed as the timer fired
 			break
 		}
 		fl.opts.Metrics.flusherTimeouts.WithLabelValues(kind).Inc()
@@ -223,16 +218,16 @@ func (fl *Flusher) flushStore(ctx context.Context, s *store.Store) {
 	case <-ctx.Done():
 		return
 	}
-	if out.err != nil {
+	if err != nil {
 		if ctx.Err() == nil {
-			fl.opts.Logger.Warn("flush sweeper failed to seal", zap.String("target", key), zap.String("kind", kind), zap.Error(out.err))
+			fl.opts.Logger.Warn("flush sweeper failed to seal", zap.String("target", key), zap.String("kind", kind), zap.Error(err))
 		}
 		return
 	}
-	if out.res.Sealed {
-		fl.opts.Logger.Debug("flush sweeper sealed", zap.String("target", key), zap.Uint64("generation", out.res.Generation),
-			zap.Int("rows", out.res.Rows), zap.Int("pending", out.res.Pending))
+	if res.Sealed {
+		fl.opts.Logger.Debug("flush sweeper sealed", zap.String("target", key), zap.Uint64("generation", res.Generation),
+			zap.Int("rows", res.Rows), zap.Int("pending", res.Pending))
 	}
 	// A merge-start failure is a trigger outcome, never a flush failure.
-	fl.triggers.afterFlush(t, out.res)
+	fl.triggers.afterFlush(t, res)
 }

@@ -26,13 +26,8 @@ type apiServer struct {
 
 	kicks kickLimiter // debt-triggered merge starts, at most one per debtKickEvery per store
 
-	// bodies holds the bytes of the request bodies being read and decoded (nil: no bound), so
-	// that many connections each sending --max-body-bytes cannot hold them all at once.
-	bodies *byteBudget
-	// pages holds the bytes of the list pages and single rows being read and written (nil: no
-	// bound), so that many connections each listing a page of --page-bytes cannot hold them all
-	// at once.
-	pages *byteBudget
+	bodies *byteBudget // request bodies being read and decoded (--body-budget-bytes)
+	pages  *byteBudget // list pages and single rows being read and written (--page-budget-bytes)
 	// scrapes holds the /metrics scrapes in flight, at most maxScrapes (http_metrics.go).
 	scrapes *semaphore.Weighted
 

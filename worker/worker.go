@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -280,16 +281,13 @@ func (w *Worker) ensureSchedules(ctx context.Context) {
 		}
 	}
 	if w.cfg.SweepInterval > 0 {
-		spacing := w.cfg.SweepStartSpacing
-		if spacing == 0 {
-			spacing = -1 // the sweep's "no pacing"
-		}
 		sweep := temporaladmin.SweepSchedule{
 			Every:  w.cfg.SweepInterval,
 			Window: w.cfg.SweepWindow,
 			Jitter: w.cfg.SweepJitter,
 			Input: contract.MaintenanceSweepInput{MergeMinGenerations: w.cfg.SweepMergeMinGenerations,
-				MaxStarts: w.cfg.SweepMaxStarts, StartBatch: w.cfg.SweepStartBatch, StartSpacing: spacing},
+				MaxStarts: w.cfg.SweepMaxStarts, StartBatch: w.cfg.SweepStartBatch,
+				StartSpacing: cmp.Or(w.cfg.SweepStartSpacing, -1)}, // -1: the sweep's "no pacing"
 		}
 		ensure(temporaladmin.SweepScheduleID, "run `walkeeper schedule ensure`", func(ctx context.Context) error {
 			return temporaladmin.EnsureSweepSchedule(ctx, w.tc, sweep)

@@ -39,9 +39,8 @@ type SweepSchedule struct {
 	Jitter time.Duration
 	// Input is the sweep's input (thresholds, batching); zero fields take their defaults.
 	Input contract.MaintenanceSweepInput
-	// KeepInput: an existing schedule keeps the sweep input its action has (Input applies
-	// only to a new schedule, or to one whose input is unreadable). `walkeeper schedule
-	// ensure` has no flags for it and must not reset what the workers configured.
+	// KeepInput keeps an existing schedule's readable sweep input, so that `walkeeper schedule
+	// ensure`, which has no flags for it, does not reset what the workers configured.
 	KeepInput bool
 }
 
@@ -115,10 +114,8 @@ func startSweepWindowIfIdle(ctx context.Context, c client.Client) error {
 	return TriggerSchedule(ctx, c, SweepScheduleID)
 }
 
-// ErrSweepScheduleForeign marks a sweep-now or a window start refused because someone with
-// namespace access edited the schedule walkeeper-sweep (Temporal Web, the Temporal CLI) to
-// start another workflow type or on another task queue: walkeeper runs only the action it
-// ensured, and the next ensure (`walkeeper schedule ensure`, a worker's start) restores it.
+// ErrSweepScheduleForeign marks a sweep-now or a window start refused because walkeeper-sweep
+// was edited to start another workflow type or queue: walkeeper runs only the action it ensured.
 var ErrSweepScheduleForeign = errors.New("the sweep schedule starts something other than walkeeper's sweep")
 
 // scheduleForeign is an ErrSweepScheduleForeign or an ErrTargetScheduleForeign (marker) that
@@ -240,11 +237,8 @@ func SweepNow(ctx context.Context, c client.Client) (string, error) {
 	return "no sweep window was running: schedule " + SweepScheduleID + " triggered, its window sweeps at once", nil
 }
 
-// ErrSweepWindowForeign marks a pause or a delete of walkeeper-sweep that left running a
-// workflow under one of its windows' IDs, or a trigger that did not signal one, because it is
-// not a SweepWindow the schedule started (another type, from an edited action, or a workflow
-// started by hand under that ID): walkeeper cancels and signals only its own windows
-// (decisions 0901 and 0951).
+// ErrSweepWindowForeign marks a pause, delete or sweep-now of walkeeper-sweep that left alone a
+// workflow under a window's ID that the schedule did not start (decisions 0901 and 0951).
 var ErrSweepWindowForeign = errors.New("a workflow under a sweep window's ID is not the schedule's SweepWindow")
 
 // sweepWindowForeign is an ErrSweepWindowForeign naming the first workflow left alone, why,

@@ -80,19 +80,16 @@ func (s *stuckScan) run(ctx context.Context) {
 	}
 }
 
-// stuckQuery lists the running MergeWal and CompactBase runs started at least interval ago.
-func stuckQuery(now time.Time, interval time.Duration) string {
-	return fmt.Sprintf(`(WorkflowType=%q OR WorkflowType=%q) AND ExecutionStatus="Running" AND StartTime < %q`,
-		contract.MergeWalWorkflow, contract.CompactBaseWorkflow, now.Add(-interval).UTC().Format(time.RFC3339))
-}
-
 // scan reads one page of the sweep (starting one when none is under way) and classifies,
 // reports and terminates; a failed page starts the sweep over at the next scan.
 func (s *stuckScan) scan(ctx context.Context) error {
 	now := s.now()
 	sw := s.sweep
 	if sw == nil {
-		sw = &stuckSweep{query: stuckQuery(now, s.interval), stuck: map[[2]string]int{}}
+		// The running MergeWal and CompactBase runs started at least one interval ago.
+		q := fmt.Sprintf(`(WorkflowType=%q OR WorkflowType=%q) AND ExecutionStatus="Running" AND StartTime < %q`,
+			contract.MergeWalWorkflow, contract.CompactBaseWorkflow, now.Add(-s.interval).UTC().Format(time.RFC3339))
+		sw = &stuckSweep{query: q, stuck: map[[2]string]int{}}
 	}
 	s.sweep = nil
 	resp, err := s.c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -185,13 +186,9 @@ func (tg *mergeTriggers) noteRefusalLocked(key string, err error) time.Duration 
 	r, ok := tg.refused[key]
 	r.delay = min(max(2*r.delay, refusedBackoffMin), refusedBackoffMax)
 	if !ok && len(tg.refused) >= maxRefusedTargets {
-		var first string
-		for k, o := range tg.refused {
-			if first == "" || o.until.Before(tg.refused[first].until) {
-				first = k
-			}
-		}
-		delete(tg.refused, first)
+		delete(tg.refused, slices.MinFunc(slices.Collect(maps.Keys(tg.refused)), func(a, b string) int {
+			return tg.refused[a].until.Compare(tg.refused[b].until)
+		}))
 	}
 	r.until = tg.now().Add(r.delay)
 	tg.refused[key] = r

@@ -170,7 +170,7 @@ func (c *Config) Validate() error {
 		bad("namespace", "must not be empty")
 	}
 	errs = append(errs, c.Temporal.Validate())
-	if err := checkHostPort(c.Listen, false); err != nil {
+	if err := checkHostPort(c.Listen, 0); err != nil {
 		bad("listen", "%v", err)
 	}
 	if strings.ContainsAny(c.AuthToken, " \t\r\n") {

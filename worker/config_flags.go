@@ -96,7 +96,7 @@ func (c *TemporalConfig) Validate() error {
 	case c.HostPort == "":
 		errs = append(errs, errors.New("--temporal: must not be empty"))
 	case !strings.Contains(c.HostPort, "://"): // a gRPC resolver target is the SDK's to check
-		if err := checkHostPort(c.HostPort, true); err != nil {
+		if err := checkHostPort(c.HostPort, 1); err != nil {
 			errs = append(errs, fmt.Errorf("--temporal: %w", err))
 		}
 	}
@@ -168,16 +168,12 @@ func DefaultTemporalConfig() TemporalConfig {
 }
 
 // checkHostPort refuses an address that is not host:port with a port number or a service
-// name this machine knows, and port 0 where a server is dialled, so that a mistyped port stops
-// the command at once instead of a worker retrying a dial, or failing a bind, that never works.
-func checkHostPort(addr string, dial bool) error {
+// name this machine knows, and a port below lowest (1 where a server is dialled), so that a
+// mistyped port stops the command at once instead of a dial or a bind that never works.
+func checkHostPort(addr string, lowest int) error {
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("%q is not host:port: %v", addr, err)
-	}
-	lowest := 0
-	if dial {
-		lowest = 1
 	}
 	if n, err := net.LookupPort("tcp", port); err != nil || n < lowest {
 		return fmt.Errorf("%q: port %q is not a number %d to 65535 or a service name", addr, port, lowest)

@@ -282,10 +282,7 @@ var errCLINotFound = errors.New("temporal CLI not found")
 // then `temporal` on PATH, then $GOBIN, $(go env GOPATH)/bin and ~/go/bin, then
 // <module root>/.cache/bin. The error wraps a "not found" sentinel that EnsureCLI cures.
 func FindCLI(explicit string) (string, error) {
-	for _, p := range []string{explicit, os.Getenv(CLIEnv)} {
-		if p == "" {
-			continue
-		}
+	if p := cmp.Or(explicit, os.Getenv(CLIEnv)); p != "" {
 		if cachebin.IsExecutable(p) {
 			return filepath.Abs(p)
 		}

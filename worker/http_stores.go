@@ -64,10 +64,35 @@ func (a *apiServer) createStore(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// listStores answers ?kind=&limit=&after=; after is a target "<kind>:<name>" (the next of the
+// previous page), with ?kind= also a bare name.
 func (a *apiServer) listStores(w http.ResponseWriter, r *http.Request) error {
-	kinds, after, limit, err := storesQuery(r)
+	q := r.URL.Query()
+	kinds := store.Kinds
+	if ks := q.Get("kind"); ks != "" {
+		k, err := store.ParseKind(ks)
+		if err != nil {
+			return unknownKind(ks)
+		}
+		kinds = []store.Kind{k}
+	}
+	limit, err := queryLimit(q, defaultStoresLimit, maxStoresLimit)
 	if err != nil {
 		return err
+	}
+	var after store.Target
+	if as := q.Get("after"); as != "" {
+		t, perr := store.ParseTarget(as)
+		if perr != nil && len(kinds) == 1 {
+			t, perr = store.Target{Kind: kinds[0], Name: as}, store.ValidateName(as)
+		}
+		if perr != nil {
+			return newAPIError(http.StatusBadRequest, CodeInvalidInput, "after %q is not a \"<kind>:<name>\" cursor", clipText(as))
+		}
+		if !slices.Contains(kinds, t.Kind) {
+			return newAPIError(http.StatusBadRequest, CodeInvalidInput, "after %q is not of kind %s", clipText(as), kinds[0])
+		}
+		after = t
 	}
 	head := r.Method == http.MethodHead
 	if head {
@@ -111,37 +136,6 @@ const (
 	defaultStoresLimit = 500
 	maxStoresLimit     = store.MaxListPage
 )
-
-// storesQuery parses ?kind=&limit=&after=. after is a target "<kind>:<name>" (the next of
-// the previous page); with ?kind= it may also be a bare name.
-func storesQuery(r *http.Request) (kinds []store.Kind, after store.Target, limit int, err error) {
-	q := r.URL.Query()
-	kinds = store.Kinds
-	if ks := q.Get("kind"); ks != "" {
-		k, perr := store.ParseKind(ks)
-		if perr != nil {
-			return nil, after, 0, unknownKind(ks)
-		}
-		kinds = []store.Kind{k}
-	}
-	if limit, err = queryLimit(q, defaultStoresLimit, maxStoresLimit); err != nil {
-		return nil, after, 0, err
-	}
-	if as := q.Get("after"); as != "" {
-		t, perr := store.ParseTarget(as)
-		if perr != nil && len(kinds) == 1 {
-			t, perr = store.Target{Kind: kinds[0], Name: as}, store.ValidateName(as)
-		}
-		if perr != nil {
-			return nil, after, 0, newAPIError(http.StatusBadRequest, CodeInvalidInput, "after %q is not a \"<kind>:<name>\" cursor", clipText(as))
-		}
-		if !slices.Contains(kinds, t.Kind) {
-			return nil, after, 0, newAPIError(http.StatusBadRequest, CodeInvalidInput, "after %q is not of kind %s", clipText(as), kinds[0])
-		}
-		after = t
-	}
-	return kinds, after, limit, nil
-}
 
 // GET .../stats answers the base table, the debt totals of every shard and one page of shards
 // in shard id order (docs/API.md): a store's shards grow with its writers, and a page keeps

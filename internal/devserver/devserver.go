@@ -332,7 +332,7 @@ func installCLI(ctx context.Context, progress io.Writer) (string, error) {
 		return "", fmt.Errorf("temporal CLI install dir: %w", err)
 	}
 	bin := filepath.Join(dir, "temporal")
-	unlock, err := lockFile(ctx, filepath.Join(dir, ".temporal-install.lock"))
+	unlock, err := proc.LockFile(ctx, filepath.Join(dir, ".temporal-install.lock"))
 	if err != nil {
 		return "", err
 	}
@@ -378,27 +378,4 @@ func EnsureCLI(ctx context.Context, explicit string, progress io.Writer) (string
 		return installCLI(ctx, progress)
 	}
 	return p, err
-}
-
-func lockFile(ctx context.Context, path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("lock %s: %w", path, err)
-	}
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return func() { _ = f.Close() }, nil // closing drops the lock
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
-			_ = f.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, err)
-		}
-		select {
-		case <-ctx.Done():
-			_ = f.Close()
-			return nil, ctx.Err()
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
 }

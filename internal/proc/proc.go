@@ -229,3 +229,28 @@ func OpenRegular(path string, flag int, perm os.FileMode) (*os.File, error) {
 	}
 	return f, nil
 }
+
+// LockFile takes an exclusive flock(2) on path, created if missing, waiting until it is free
+// or ctx ends; the returned func drops it, and so does the death of the process.
+func LockFile(ctx context.Context, path string) (unlock func(), err error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { _ = f.Close() }, nil // closing drops the lock
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+			_ = f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		select {
+		case <-ctx.Done():
+			_ = f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}

@@ -79,27 +79,7 @@ func goCommand(ctx context.Context, root string, args ...string) *exec.Cmd {
 // named by a hash of root so that two checkouts build at once. A process that dies drops it.
 func lockBuilds(ctx context.Context, root string) (func(), error) {
 	sum := sha256.Sum256([]byte(root))
-	path := filepath.Join(os.TempDir(), fmt.Sprintf("walkeeper-build-%x.lock", sum[:8]))
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("build lock %s: %w", path, err)
-	}
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return func() { _ = f.Close() }, nil // closing drops the lock
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
-			_ = f.Close()
-			return nil, fmt.Errorf("build lock %s: %w", path, err)
-		}
-		select {
-		case <-ctx.Done():
-			_ = f.Close()
-			return nil, fmt.Errorf("build lock %s: %w", path, ctx.Err())
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
+	return proc.LockFile(ctx, filepath.Join(os.TempDir(), fmt.Sprintf("walkeeper-build-%x.lock", sum[:8])))
 }
 
 // Worker is one `walkeeper worker --instance Instance --listen Listen Args...` process whose

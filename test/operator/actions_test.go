@@ -132,11 +132,7 @@ func resetFinishedMerge(t *testing.T, r *rig, p resetPoint) {
 	id := contract.MergeWalID(c.tg)
 	first := c.latestRun(id)
 	c.seal(1)
-	next := c.reset(id, first, p)
-	c.waitCompleted(id, next)
-	c.checkHistories()
-	c.verify("after the reset run", false)
-	c.drain()
+	c.finish(id, c.reset(id, first, p), "after the reset run")
 }
 
 // resetRunningMerge: a MergeWal whose second base publish is held (one round committed,
@@ -147,16 +143,11 @@ func resetRunningMerge(t *testing.T, r *rig, p resetPoint) {
 	c := r.newCase(t)
 	c.seal(2)
 	h := c.holdCommit(1)
-	id := contract.MergeWalID(c.tg)
-	run := c.startMerge()
-	c.held(h, "the second round's publish")
+	id, run := c.startHeld(h, "the second round's publish")
 	next := c.reset(id, run, p)
 	h.Release()
 	<-h.Done()
-	c.waitCompleted(id, next)
-	c.checkHistories()
-	c.verify("after the reset run", false)
-	c.drain()
+	c.finish(id, next, "after the reset run")
 }
 
 // stopMerge terminates or cancels a MergeWal while its first Prepare uploads its staged
@@ -229,9 +220,7 @@ func signalGarbage(t *testing.T, r *rig) {
 	c := r.newCase(t)
 	c.seal(2)
 	h := c.holdCommit(0)
-	id := contract.MergeWalID(c.tg)
-	run := c.startMerge()
-	c.held(h, "the first round's publish")
+	id, run := c.startHeld(h, "the first round's publish")
 	for _, input := range []string{
 		`"garbage"`,
 		`[1,2,3]`,
@@ -262,10 +251,7 @@ func signalGarbage(t *testing.T, r *rig) {
 		t.Errorf("the status counts %d refused signals, want 3", st.RefusedSignals)
 	}
 	h.Release()
-	c.waitCompleted(id, run)
-	c.checkHistories()
-	c.verify("after the signals", false)
-	c.drain()
+	c.finish(id, run, "after the signals")
 }
 
 // resetCompactBase: a finished CompactBase reset to its first and to its last workflow
@@ -302,15 +288,22 @@ func resetGlobal(t *testing.T, r *rig, workflowType string, input any) {
 		input = contract.MergeWalTickInput{Target: c.tg.String()}
 	}
 	id := fmt.Sprintf("op-%s-%s", strings.ToLower(workflowType), c.tg.Name)
+	c.resetFinishedToFirstAndLastTask(id, c.execute(waitLong, id, workflowType, input))
+}
+
+// execute starts a run of workflowType under id, waiting at most timeout for the server
+// to take it, and makes it one of the case's runs, whose histories the case checks.
+func (c *opCase) execute(timeout time.Duration, id, workflowType string, input any) string {
+	c.t.Helper()
 	c.ids[id] = true
-	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	run, err := r.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: contract.TaskQueue}, workflowType, input)
+	run, err := c.r.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: contract.TaskQueue}, workflowType, input)
 	if err != nil {
-		t.Fatal(err)
+		c.t.Fatal(err)
 	}
 	c.runs[run.GetRunID()] = true
-	c.resetFinishedToFirstAndLastTask(id, run.GetRunID())
+	return run.GetRunID()
 }
 
 // resetUnderHeldCommit: the old run's first publish is held after its attempt was claimed
@@ -341,10 +334,7 @@ func resetUnderHeldCommit(t *testing.T, r *rig) {
 	<-first.Done()
 	c.verify("after the old run's held publish landed", true)
 	second.Release()
-	c.waitCompleted(id, next)
-	c.checkHistories()
-	c.verify("after the reset run", false)
-	c.drain()
+	c.finish(id, next, "after the reset run")
 }
 
 // mergeUnderAnotherID: an operator starts MergeWal by hand under an ID of their own (one that
@@ -356,25 +346,15 @@ func mergeUnderAnotherID(t *testing.T, r *rig) {
 	c := r.newCase(t)
 	c.seal(2)
 	own := c.holdCommit(0)
-	id := contract.MergeWalID(c.tg)
-	run := c.startMerge()
-	c.held(own, "the store's own merge's first publish")
+	id, run := c.startHeld(own, "the store's own merge's first publish")
 	other := c.holdCommit(0)
 	byHand := "op-by-hand-" + c.tg.Name
-	c.ids[byHand] = true
-	ctx, cancel := context.WithTimeout(context.Background(), waitShort)
-	defer cancel()
-	hr, err := r.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: byHand, TaskQueue: contract.TaskQueue},
-		contract.MergeWalWorkflow, contract.MergeWalInput{Target: c.tg.String()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.runs[hr.GetRunID()] = true
+	handRun := c.execute(waitShort, byHand, contract.MergeWalWorkflow, contract.MergeWalInput{Target: c.tg.String()})
 	c.held(other, "the hand-started merge's first publish")
 	own.Release()
 	other.Release()
 	c.waitCompleted(id, run)
-	c.waitCompleted(byHand, hr.GetRunID())
+	c.waitCompleted(byHand, handRun)
 	c.checkHistories()
 	c.verify("after both merges", true)
 	c.drain()
@@ -389,9 +369,7 @@ func cancelAfterCommitClaimed(t *testing.T, r *rig) {
 	c := r.newCase(t)
 	c.seal(2)
 	h := c.holdCommit(0)
-	id := contract.MergeWalID(c.tg)
-	run := c.startMerge()
-	c.held(h, "the first round's publish")
+	id, run := c.startHeld(h, "the first round's publish")
 	cancelled := time.Now()
 	c.temporal("workflow", "cancel", "--workflow-id", id, "--run-id", run)
 	deadline := time.Now().Add(waitLong)
@@ -428,6 +406,25 @@ func cancelAfterCommitClaimed(t *testing.T, r *rig) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	c.verify("after the cancel", true) // the run's other passes leave abort claims for the next merge
+	c.drain()
+}
+
+// startHeld starts the case's MergeWal by the HTTP route and waits until h holds the
+// request it was armed for; it returns the merge's workflow ID and run ID.
+func (c *opCase) startHeld(h *s3test.Hold, what string) (id, run string) {
+	c.t.Helper()
+	run = c.startMerge()
+	c.held(h, what)
+	return contract.MergeWalID(c.tg), run
+}
+
+// finish waits for run of id to complete, checks the case's histories and rows (what says
+// when), and drains the store with a next merge.
+func (c *opCase) finish(id, run, what string) {
+	c.t.Helper()
+	c.waitCompleted(id, run)
+	c.checkHistories()
+	c.verify(what, false)
 	c.drain()
 }
 

@@ -58,24 +58,36 @@ func TestBadWorkflowInputsFailFast(t *testing.T) {
 		for i, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
 				t.Parallel()
-				id := fmt.Sprintf("hostile-input-%d", i)
-				start := time.Now()
-				cmd := exec.Command(suite.CLIPath(), "workflow", "start", "--address", suite.HostPort(), "--namespace", w.ns,
-					"--task-queue", contract.TaskQueue, "--type", tc.workflow, "--workflow-id", id, "--input", tc.input)
-				if out, err := cmd.CombinedOutput(); err != nil {
-					t.Fatalf("temporal workflow start: %v\n%s", err, out)
-				}
-				t.Cleanup(func() {
-					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-					defer cancel()
-					_ = c.TerminateWorkflow(ctx, id, "", "hostile test over") // a run that did not fail must not keep looping
-				})
-
-				requireRefusedRun(t, c, id, start, tc.workflow+" "+tc.input, "invalid input: "+tc.field)
+				w.startRefused(t, c, fmt.Sprintf("hostile-input-%d", i), tc.workflow, []string{"--input", tc.input},
+					tc.workflow+" "+tc.input, "invalid input: "+tc.field)
 			})
 		}
 	})
 	w.checkNothingWritten(t, before, "the refused workflow runs")
+}
+
+// startRefused starts workflow under id with the Temporal CLI (args: its input flags) and
+// requires its run refused as requireRefusedRun does; what names the start in messages.
+func (w *worker) startRefused(t *testing.T, c client.Client, id, workflow string, args []string, what, want string) {
+	t.Helper()
+	start := time.Now()
+	args = append([]string{"workflow", "start", "--address", suite.HostPort(), "--namespace", w.ns,
+		"--task-queue", contract.TaskQueue, "--type", workflow, "--workflow-id", id}, args...)
+	if out, err := exec.Command(suite.CLIPath(), args...).CombinedOutput(); err != nil {
+		t.Fatalf("temporal workflow start: %v\n%s", err, out)
+	}
+	terminateAtEnd(t, c, id)
+	requireRefusedRun(t, c, id, start, what, want)
+}
+
+// terminateAtEnd terminates the workflow id once t ends: a run that did not fail must not
+// keep looping.
+func terminateAtEnd(t *testing.T, c client.Client, id string) {
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = c.TerminateWorkflow(ctx, id, "", "hostile test over")
+	})
 }
 
 // requireRefusedRun waits for the run of id, started at start, to close and checks that it
@@ -168,19 +180,7 @@ func TestNonJSONWorkflowPayloadsFailOnce(t *testing.T) {
 		for i, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
 				t.Parallel()
-				id := fmt.Sprintf("hostile-payload-%d", i)
-				start := time.Now()
-				args := append([]string{"workflow", "start", "--address", suite.HostPort(), "--namespace", w.ns,
-					"--task-queue", contract.TaskQueue, "--type", tc.workflow, "--workflow-id", id}, tc.args...)
-				if out, err := exec.Command(suite.CLIPath(), args...).CombinedOutput(); err != nil {
-					t.Fatalf("temporal workflow start: %v\n%s", err, out)
-				}
-				t.Cleanup(func() {
-					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-					defer cancel()
-					_ = c.TerminateWorkflow(ctx, id, "", "hostile test over")
-				})
-				requireRefusedRun(t, c, id, start, tc.name, "invalid input: input: "+tc.problem)
+				w.startRefused(t, c, fmt.Sprintf("hostile-payload-%d", i), tc.workflow, tc.args, tc.name, "invalid input: input: "+tc.problem)
 			})
 		}
 		t.Run("not JSON under the merge ID with a retry policy", func(t *testing.T) {
@@ -200,11 +200,7 @@ func TestNonJSONWorkflowPayloadsFailOnce(t *testing.T) {
 				RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 1}}, mw, bad); err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() {
-				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-				defer cancel()
-				_ = c.TerminateWorkflow(ctx, id, "", "hostile test over")
-			})
+			terminateAtEnd(t, c, id)
 			requireRefusedRun(t, c, id, start, "MergeWal with json/plain bytes that are not JSON", "invalid input: input: not JSON: ")
 		})
 	})

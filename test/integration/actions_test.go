@@ -11,11 +11,7 @@ import (
 // historyCost counts one run's billable actions from its real history (internal/actioncount).
 func (e *env) historyCost(id, runID string) actioncount.Cost {
 	e.t.Helper()
-	events, err := actioncount.History(e.ctx(waitShort), e.c, id, runID)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return actioncount.Events(events)
+	return actioncount.Events(e.history(e.t, id, runID))
 }
 
 // Budgets of a happy-path MergeWal, from real histories on the dev server. A pass is its

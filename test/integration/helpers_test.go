@@ -14,6 +14,7 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	tworker "go.temporal.io/sdk/worker"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/walkeeper/walkeeper/activities"
 	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/internal/actioncount"
 	"github.com/walkeeper/walkeeper/internal/testkit/apitest"
 	"github.com/walkeeper/walkeeper/internal/testkit/testtemporal"
 	"github.com/walkeeper/walkeeper/store"
@@ -503,6 +505,27 @@ func (e *env) startMerge(target string, in contract.MergeWalInput) client.Workfl
 	return run
 }
 
+// execute starts a run of workflowType under id with input on the shared queue.
+func (e *env) execute(id, workflowType string, input any) client.WorkflowRun {
+	e.t.Helper()
+	run, err := e.c.ExecuteWorkflow(e.ctx(waitShort), client.StartWorkflowOptions{ID: id, TaskQueue: contract.TaskQueue}, workflowType, input)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return run
+}
+
+// sweep runs a MaintenanceSweep under id with in and returns its result and its run.
+func (e *env) sweep(id string, in contract.MaintenanceSweepInput) (contract.MaintenanceSweepResult, client.WorkflowRun) {
+	e.t.Helper()
+	run := e.execute(id, contract.MaintenanceSweepWorkflow, in)
+	var res contract.MaintenanceSweepResult
+	if err := run.Get(e.ctx(waitLong), &res); err != nil {
+		e.t.Fatalf("sweep %s: %v", id, err)
+	}
+	return res, run
+}
+
 // startMergeWal starts tg's MergeWal as contract.StartMergeWal does, again after an answer
 // that a loaded server gave too late.
 func (e *env) startMergeWal(tg store.Target, in contract.MergeWalInput) (client.WorkflowRun, error) {
@@ -513,6 +536,17 @@ func (e *env) startMergeWal(tg store.Target, in contract.MergeWalInput) (client.
 		return err
 	})
 	return run, err
+}
+
+// history returns the events of run id/runID (runID "" = the latest run), failing t if it
+// cannot read them.
+func (e *env) history(t *testing.T, id, runID string) []*historypb.HistoryEvent {
+	t.Helper()
+	events, err := actioncount.History(e.ctx(waitShort), e.c, id, runID)
+	if err != nil {
+		t.Fatalf("history of %s: %v", id, err)
+	}
+	return events
 }
 
 // describe returns the workflow's current execution description.

@@ -11,7 +11,6 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	workflowpb "go.temporal.io/api/workflow/v1"
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
 	"github.com/walkeeper/walkeeper/contract"
@@ -53,15 +52,7 @@ func TestEveryTriggerIsVisible(t *testing.T) {
 	sweep := func(name string, in contract.MaintenanceSweepInput) contract.MaintenanceSweepResult {
 		t.Helper()
 		in.CompactMinRuns = -1
-		run, err := e.c.ExecuteWorkflow(e.ctx(waitShort), client.StartWorkflowOptions{ID: "obs-" + name, TaskQueue: contract.TaskQueue},
-			contract.MaintenanceSweepWorkflow, in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var res contract.MaintenanceSweepResult
-		if err := run.Get(e.ctx(waitLong), &res); err != nil {
-			t.Fatalf("sweep %s: %v", name, err)
-		}
+		res, _ := e.sweep("obs-"+name, in)
 		return res
 	}
 	want := map[string]string{} // target -> trigger
@@ -281,13 +272,8 @@ func TestMergeWalForMissingStoreFailsOnce(t *testing.T) {
 
 func activitySummaries(t *testing.T, e *env, id, runID string) []string {
 	t.Helper()
-	it := e.c.GetWorkflowHistory(e.ctx(waitShort), id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	var out []string
-	for it.HasNext() {
-		ev, err := it.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, ev := range e.history(t, id, runID) {
 		if ev.GetEventType() != enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED {
 			continue
 		}

@@ -72,7 +72,7 @@ func TestRecordReplayHistories(t *testing.T) {
 
 	save := func(name, id, runID string) {
 		t.Helper()
-		n := e.saveHistory(filepath.Join(outDir, name), id, runID)
+		n := len(e.saveHistory(filepath.Join(outDir, name), id, runID))
 		t.Logf("%s: %d events (%s / %s)", name, n, id, runID)
 	}
 
@@ -126,15 +126,9 @@ func TestRecordReplayHistories(t *testing.T) {
 	// threshold, the rest healthy.
 	e.writeGenerations(e.createStore(wa.DB(), "generic:swept"), "s", 1, 3)
 	e.createStore(wa.DB(), "rollout:idle")
-	srun, err := e.c.ExecuteWorkflow(e.ctx(waitShort), client.StartWorkflowOptions{
-		ID: "record/maintenance-sweep", TaskQueue: contract.TaskQueue,
-	}, contract.MaintenanceSweepWorkflow, contract.MaintenanceSweepInput{MergeMinGenerations: 1, CompactMinRuns: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sres contract.MaintenanceSweepResult
-	if err := srun.Get(e.ctx(waitLong), &sres); err != nil || len(sres.Started) == 0 {
-		t.Fatalf("sweep: %+v %v", sres, err)
+	sres, srun := e.sweep("record/maintenance-sweep", contract.MaintenanceSweepInput{MergeMinGenerations: 1, CompactMinRuns: 1})
+	if len(sres.Started) == 0 {
+		t.Fatalf("sweep: %+v, want a start", sres)
 	}
 	save("maintenance-sweep.json", srun.GetID(), srun.GetRunID())
 	for _, st := range sres.Started { // let what the sweep started finish
@@ -145,12 +139,7 @@ func TestRecordReplayHistories(t *testing.T) {
 
 	// MergeWalTick, the per-target schedule action.
 	e.writeGenerations(e.createStore(wa.DB(), "generic:ticked"), "t", 1, 3)
-	trun, err := e.c.ExecuteWorkflow(e.ctx(waitShort), client.StartWorkflowOptions{
-		ID: "record/merge-wal-tick", TaskQueue: contract.TaskQueue,
-	}, contract.MergeWalTickWorkflow, contract.MergeWalTickInput{Target: "generic:ticked"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	trun := e.execute("record/merge-wal-tick", contract.MergeWalTickWorkflow, contract.MergeWalTickInput{Target: "generic:ticked"})
 	var tres contract.MergeWalTickResult
 	if err := trun.Get(e.ctx(waitLong), &tres); err != nil || tres.RunID == "" {
 		t.Fatalf("tick: %+v %v", tres, err)
@@ -161,12 +150,7 @@ func TestRecordReplayHistories(t *testing.T) {
 	}
 
 	// ReconcileDemand, a page per kind, continued as new after the first.
-	rrun, err := e.c.ExecuteWorkflow(e.ctx(waitShort), client.StartWorkflowOptions{
-		ID: "record/reconcile-demand", TaskQueue: contract.TaskQueue,
-	}, contract.ReconcileDemandWorkflow, contract.ReconcileDemandInput{PageSize: 10, PagesPerRun: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rrun := e.execute("record/reconcile-demand", contract.ReconcileDemandWorkflow, contract.ReconcileDemandInput{PageSize: 10, PagesPerRun: 1})
 	var rres contract.ReconcileDemandResult
 	if err := e.c.GetWorkflow(e.ctx(waitShort), rrun.GetID(), "").Get(e.ctx(waitLong), &rres); err != nil {
 		t.Fatalf("reconcile: %+v %v", rres, err)
@@ -175,13 +159,7 @@ func TestRecordReplayHistories(t *testing.T) {
 
 	// What was just written replays against the current code.
 	files, _ := filepath.Glob(filepath.Join(outDir, "*.json"))
-	replayer := tworker.NewWorkflowReplayer()
-	workflows.Register(replayer)
-	for _, f := range files {
-		if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, f); err != nil {
-			t.Errorf("replay %s: %v", f, err)
-		}
-	}
+	replay(t, files...)
 }
 
 // twoWriters starts workers prefix-a and prefix-b and creates target through each: one
@@ -197,14 +175,9 @@ func (e *env) twoWriters(prefix, target string) (*worker.Worker, *store.Store, *
 // right after the first activity of type activity completed, and returns the new run's ID.
 func (e *env) resetAfterFirst(id, runID, activity string) string {
 	e.t.Helper()
-	ctx := e.ctx(time.Minute)
-	events, err := actioncount.History(ctx, e.c, id, runID)
-	if err != nil {
-		e.t.Fatal(err)
-	}
 	scheduled := map[int64]string{}
 	var completedAfter, resetTo int64
-	for _, ev := range events {
+	for _, ev := range e.history(e.t, id, runID) {
 		if resetTo != 0 {
 			break
 		}
@@ -224,7 +197,7 @@ func (e *env) resetAfterFirst(id, runID, activity string) string {
 	if resetTo == 0 {
 		e.t.Fatalf("%s/%s: no workflow task completed after a %s", id, runID, activity)
 	}
-	resp, err := e.c.ResetWorkflowExecution(ctx, &workflowservice.ResetWorkflowExecutionRequest{
+	resp, err := e.c.ResetWorkflowExecution(e.ctx(waitShort), &workflowservice.ResetWorkflowExecutionRequest{
 		Namespace:                 e.ns,
 		WorkflowExecution:         &commonpb.WorkflowExecution{WorkflowId: id, RunId: runID},
 		Reason:                    "record a reset history",
@@ -238,15 +211,11 @@ func (e *env) resetAfterFirst(id, runID, activity string) string {
 }
 
 // saveHistory writes the full history of one run as JSON in the format of
-// `temporal workflow show --output json`, which ReplayWorkflowHistoryFromJSONFile reads. It
-// returns the number of events.
-func (e *env) saveHistory(path, id, runID string) int {
+// `temporal workflow show --output json`, which ReplayWorkflowHistoryFromJSONFile reads, and
+// returns its events.
+func (e *env) saveHistory(path, id, runID string) []*historypb.HistoryEvent {
 	e.t.Helper()
-	ctx := e.ctx(time.Minute)
-	events, err := actioncount.History(ctx, e.c, id, runID)
-	if err != nil {
-		e.t.Fatal(err)
-	}
+	events := e.history(e.t, id, runID)
 	h := &historypb.History{Events: events}
 	raw, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(h)
 	if err != nil {
@@ -255,7 +224,7 @@ func (e *env) saveHistory(path, id, runID string) int {
 	if err := os.WriteFile(path, append(raw, '\n'), 0o644); err != nil {
 		e.t.Fatal(err)
 	}
-	return len(h.Events)
+	return events
 }
 
 // TestRecordReplayHistoriesSweepWindow records the SweepWindow histories (with the command
@@ -268,14 +237,9 @@ func TestRecordReplayHistoriesSweepWindow(t *testing.T) {
 	w := e.startWorker(e.config("rec-window"))
 	e.writeGenerations(e.createStore(w.DB(), "generic:quiet"), "q", 1, 2)
 
-	run, err := e.c.ExecuteWorkflow(e.ctx(waitShort), client.StartWorkflowOptions{
-		ID: "record/sweep-window", TaskQueue: contract.TaskQueue,
-	}, contract.SweepWindowWorkflow, contract.SweepWindowInput{
+	run := e.execute("record/sweep-window", contract.SweepWindowWorkflow, contract.SweepWindowInput{
 		Sweep: contract.MaintenanceSweepInput{MergeMinGenerations: 3}, Interval: 2 * time.Second, Window: 40 * time.Second, EventBudget: 150,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	time.Sleep(5 * time.Second) // idle rounds
 	e.writeGenerations(e.createStore(w.DB(), "generic:hot"), "h", 3, 2)
 	waitFor(t, waitShort, "the window to start MergeWal of generic:hot", func() (bool, error) {
@@ -296,18 +260,9 @@ func TestRecordReplayHistoriesSweepWindow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := e.saveHistory(filepath.Join(outDir, "sweep-window.json"), run.GetID(), run.GetRunID())
-	t.Logf("sweep-window.json: %d events", n)
-	n = e.saveHistory(filepath.Join(outDir, "sweep-window-continued.json"), run.GetID(), desc.GetWorkflowExecutionInfo().GetExecution().GetRunId())
-	t.Logf("sweep-window-continued.json: %d events (%d runs, %+v)", n, res.Runs, res.Totals)
-
-	replayer := tworker.NewWorkflowReplayer()
-	workflows.Register(replayer)
-	for _, f := range []string{"sweep-window.json", "sweep-window-continued.json"} {
-		if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join(outDir, f)); err != nil {
-			t.Errorf("replay %s: %v", f, err)
-		}
-	}
+	e.keepHistory(t, outDir, "sweep-window.json", run.GetID(), run.GetRunID(), "")
+	e.keepHistory(t, outDir, "sweep-window-continued.json", run.GetID(), desc.GetWorkflowExecutionInfo().GetExecution().GetRunId(), "")
+	t.Logf("the window: %d runs, %+v", res.Runs, res.Totals)
 }
 
 // TestRecordReplayHistoriesHotRounds records merge-wal-hot-rounds.json (with the command of
@@ -331,13 +286,8 @@ func TestRecordReplayHistoriesHotRounds(t *testing.T) {
 	}
 	res := e.mergeResult(run, waitLong)
 	name := "merge-wal-hot-rounds.json"
-	n := e.saveHistory(filepath.Join(outDir, name), run.GetID(), run.GetRunID())
-	t.Logf("%s: %d events, %d passes, %d generations", name, n, res.Passes, res.Reclaimed)
-
-	events, err := actioncount.History(e.ctx(time.Minute), e.c, run.GetID(), run.GetRunID())
-	if err != nil {
-		t.Fatal(err)
-	}
+	events := e.keepHistory(t, outDir, name, run.GetID(), run.GetRunID(), "")
+	t.Logf("%s: %d passes, %d generations", name, res.Passes, res.Reclaimed)
 	markers, twoShardCommits := versionMarkers(t, events, "hot-round-commits"), 0
 	for _, ev := range events {
 		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == contract.CommitRoundActivity {
@@ -352,11 +302,6 @@ func TestRecordReplayHistoriesHotRounds(t *testing.T) {
 	}
 	if markers != 1 || twoShardCommits == 0 {
 		t.Fatalf("%s: %d version markers, %d CommitRounds of both shards; want 1 hot-round-commits marker and some (a hot round)", name, markers, twoShardCommits)
-	}
-	replayer := tworker.NewWorkflowReplayer()
-	workflows.Register(replayer)
-	if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join(outDir, name)); err != nil {
-		t.Errorf("replay %s: %v", name, err)
 	}
 }
 
@@ -420,13 +365,7 @@ func TestRecordReplayHistoriesAbortSurvivesCancel(t *testing.T) {
 		t.Fatalf("the cancelled merge ended with %v", err)
 	}
 	name := "merge-wal-cancel-during-abort.json"
-	n := e.saveHistory(filepath.Join(outDir, name), run.GetID(), run.GetRunID())
-	t.Logf("%s: %d events", name, n)
-
-	events, err := actioncount.History(e.ctx(time.Minute), e.c, run.GetID(), run.GetRunID())
-	if err != nil {
-		t.Fatal(err)
-	}
+	events := e.keepHistory(t, outDir, name, run.GetID(), run.GetRunID(), "")
 	requested, abortedAfter, cancelledActivities := false, false, 0
 	for _, ev := range events {
 		switch ev.GetEventType() {
@@ -440,11 +379,6 @@ func TestRecordReplayHistoriesAbortSurvivesCancel(t *testing.T) {
 	}
 	if !abortedAfter || cancelledActivities != 0 {
 		t.Fatalf("%s: an activity completed after the cancel: %v; activities cancelled: %d; want the Abort completed and none cancelled", name, abortedAfter, cancelledActivities)
-	}
-	replayer := tworker.NewWorkflowReplayer()
-	workflows.Register(replayer)
-	if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join(outDir, name)); err != nil {
-		t.Errorf("replay %s: %v", name, err)
 	}
 }
 
@@ -492,13 +426,7 @@ func TestRecordReplayHistoriesAbortCountsOwnPass(t *testing.T) {
 func TestRecordReplayHistoriesResultCapped(t *testing.T) {
 	e, outDir := recordingEnv(t, "merge-wal-result-capped.json")
 	const target = "generic:replay-capped"
-	da, db := e.openDB("rec-capped-a", nil), e.openDB("rec-capped-b", nil)
-	e.writeGenerations(e.createStore(da, target), "a", 1, 2)
-	e.writeGenerations(e.createStore(db, target), "b", 1, 2)
-	failing := max(da.Shard(), db.Shard())
-	e.startHarness(harnessOptions{Shared: da, Shards: []*store.DB{da, db}, Register: failingPrepare(failing, "failed for the recording")})
-
-	run := e.startMerge(target, contract.MergeWalInput{})
+	run, failing := e.mergeTwoShards("rec-capped", target, 1, "failed for the recording", contract.MergeWalInput{})
 	res := e.mergeResult(run, waitLong)
 	if len(res.Shards) != 2 || res.Shards[0].Shard != failing || res.ShardsFailed != 1 || res.Reclaimed != 1 {
 		t.Fatalf("result %+v; want the failed shard %s listed first, 1 failed, 1 generation reclaimed", res, failing)
@@ -514,14 +442,8 @@ func TestRecordReplayHistoriesResultCapped(t *testing.T) {
 func TestRecordReplayHistoriesResultErrorsCut(t *testing.T) {
 	e, outDir := recordingEnv(t, "merge-wal-result-errors-cut.json")
 	const target = "generic:replay-errors-cut"
-	da, db := e.openDB("rec-errors-cut-a", nil), e.openDB("rec-errors-cut-b", nil)
-	e.writeGenerations(e.createStore(da, target), "a", 1, 2)
-	e.writeGenerations(e.createStore(db, target), "b", 1, 2)
-	failing := max(da.Shard(), db.Shard())
 	long := "failed for the recording: " + strings.Repeat("<Error><Code>AccessDenied</Code></Error>\n", 200)
-	e.startHarness(harnessOptions{Shared: da, Shards: []*store.DB{da, db}, Register: failingPrepare(failing, long)})
-
-	run := e.startMerge(target, contract.MergeWalInput{})
+	run, failing := e.mergeTwoShards("rec-errors-cut", target, 1, long, contract.MergeWalInput{})
 	res := e.mergeResult(run, waitLong)
 	if len(res.Shards) != 2 || res.Shards[0].Shard != failing || res.ShardsFailed != 1 || !cutToJSON(res.Shards[0].Error, contract.MaxFailureTextBytes) {
 		t.Fatalf("result %+v; want the failed shard %s listed first with its error cut to %d bytes of JSON", res, failing, contract.MaxFailureTextBytes)
@@ -536,15 +458,8 @@ func TestRecordReplayHistoriesResultErrorsCut(t *testing.T) {
 func TestRecordReplayHistoriesCarryBounded(t *testing.T) {
 	e, outDir := recordingEnv(t, "merge-wal-carry-bounded.json")
 	const target = "generic:replay-carry"
-	da, db := e.openDB("rec-carry-a", nil), e.openDB("rec-carry-b", nil)
-	e.writeGenerations(e.createStore(da, target), "a", 2, 2)
-	e.writeGenerations(e.createStore(db, target), "b", 2, 2)
-	failing := max(da.Shard(), db.Shard())
 	long := "failed for the recording: " + strings.Repeat("a long storage error, ", 40)
-	e.startHarness(harnessOptions{Shared: da, Shards: []*store.DB{da, db}, Register: failingPrepare(failing, long)})
-
-	one := 1
-	run := e.startMerge(target, contract.MergeWalInput{MaxGenerations: &one, PassesPerWorkflowRun: 1})
+	run, failing := e.mergeTwoShards("rec-carry", target, 2, long, contract.MergeWalInput{MaxGenerations: ptr(1), PassesPerWorkflowRun: 1})
 	firstRunID := run.GetRunID() // Get follows the chain and moves GetRunID to its last run
 	res := e.mergeResult(run, waitLong)
 	if res.WorkflowRuns < 2 || res.ShardsFailed != 1 || res.Shards[0].Shard != failing || len(res.Shards[0].Error) > contract.MaxCarryErrorBytes {
@@ -561,15 +476,8 @@ func TestRecordReplayHistoriesCarryBounded(t *testing.T) {
 func TestRecordReplayHistoriesCarryJSONBounded(t *testing.T) {
 	e, outDir := recordingEnv(t, "merge-wal-carry-json-bounded.json")
 	const target = "generic:replay-carry-json"
-	da, db := e.openDB("rec-carry-json-a", nil), e.openDB("rec-carry-json-b", nil)
-	e.writeGenerations(e.createStore(da, target), "a", 2, 2)
-	e.writeGenerations(e.createStore(db, target), "b", 2, 2)
-	failing := max(da.Shard(), db.Shard())
 	long := "failed for the recording: " + strings.Repeat("<Error><Code>AccessDenied</Code></Error>\n", 20)
-	e.startHarness(harnessOptions{Shared: da, Shards: []*store.DB{da, db}, Register: failingPrepare(failing, long)})
-
-	one := 1
-	run := e.startMerge(target, contract.MergeWalInput{MaxGenerations: &one, PassesPerWorkflowRun: 1})
+	run, failing := e.mergeTwoShards("rec-carry-json", target, 2, long, contract.MergeWalInput{MaxGenerations: ptr(1), PassesPerWorkflowRun: 1})
 	firstRunID := run.GetRunID() // Get follows the chain and moves GetRunID to its last run
 	res := e.mergeResult(run, waitLong)
 	if res.WorkflowRuns < 2 || res.ShardsFailed != 1 || res.Shards[0].Shard != failing || !cutToJSON(res.Shards[0].Error, contract.MaxCarryErrorBytes) {
@@ -591,12 +499,7 @@ func cutToJSON(text string, budget int) bool {
 func TestRecordReplayHistoriesShardsBounded(t *testing.T) {
 	e, outDir := recordingEnv(t, "merge-wal-shards-bounded.json")
 	const target = "generic:replay-bounded"
-	da, db := e.openDB("rec-bounded-a", nil), e.openDB("rec-bounded-b", nil)
-	e.writeGenerations(e.createStore(da, target), "a", 1, 2)
-	e.writeGenerations(e.createStore(db, target), "b", 1, 2)
-	e.startHarness(harnessOptions{Shared: da, Shards: []*store.DB{da, db}})
-
-	run := e.startMerge(target, contract.MergeWalInput{})
+	run, _ := e.mergeTwoShards("rec-bounded", target, 1, "", contract.MergeWalInput{})
 	res := e.mergeResult(run, waitLong)
 	if len(res.Shards) != 2 || res.Reclaimed != 2 || res.ShardsFailed != 0 {
 		t.Fatalf("result %+v; want 2 shards merged, 2 generations reclaimed", res)
@@ -623,11 +526,7 @@ func TestRecordReplayHistoriesSweepRoundErrorsCut(t *testing.T) {
 		}, activity.RegisterOptions{Name: contract.ScanDemandActivity, DisableAlreadyRegisteredCheck: true})
 	}})
 
-	run, err := e.c.ExecuteWorkflow(e.ctx(waitShort), client.StartWorkflowOptions{ID: "record/sweep-window-round-errors", TaskQueue: contract.TaskQueue},
-		contract.SweepWindowWorkflow, contract.SweepWindowInput{Interval: 2 * time.Second, Window: 3 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := e.execute("record/sweep-window-round-errors", contract.SweepWindowWorkflow, contract.SweepWindowInput{Interval: 2 * time.Second, Window: 3 * time.Second})
 	var appErr *temporal.ApplicationError
 	if err := run.Get(e.ctx(waitLong), nil); !errors.As(err, &appErr) || appErr.Type() != contract.ErrTypeSweepListFailed {
 		t.Fatalf("window: %v; want it failed %s", err, contract.ErrTypeSweepListFailed)
@@ -656,11 +555,7 @@ func TestRecordReplayHistoriesSweepErrorsCut(t *testing.T) {
 		}, activity.RegisterOptions{Name: contract.StartWorkflowsActivity, DisableAlreadyRegisteredCheck: true})
 	}})
 
-	run, err := e.c.ExecuteWorkflow(e.ctx(waitShort), client.StartWorkflowOptions{ID: "record/maintenance-sweep-errors", TaskQueue: contract.TaskQueue},
-		contract.MaintenanceSweepWorkflow, contract.MaintenanceSweepInput{MergeMinGenerations: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := e.execute("record/maintenance-sweep-errors", contract.MaintenanceSweepWorkflow, contract.MaintenanceSweepInput{MergeMinGenerations: 3})
 	var res contract.MaintenanceSweepResult
 	if err := run.Get(e.ctx(waitLong), &res); err != nil {
 		t.Fatalf("sweep: %v", err)
@@ -681,13 +576,9 @@ func TestRecordReplayHistoriesSweepWindowLongID(t *testing.T) {
 	e.writeGenerations(e.createStore(w.DB(), "generic:long-window"), "l", 3, 2)
 
 	id := "record/sweep-window-long-" + strings.Repeat("w", 1000-len("record/sweep-window-long-"))
-	run, err := e.c.ExecuteWorkflow(e.ctx(waitShort), client.StartWorkflowOptions{ID: id, TaskQueue: contract.TaskQueue},
-		contract.SweepWindowWorkflow, contract.SweepWindowInput{
-			Sweep: contract.MaintenanceSweepInput{MergeMinGenerations: 3}, Interval: 2 * time.Second, Window: 5 * time.Second,
-		})
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := e.execute(id, contract.SweepWindowWorkflow, contract.SweepWindowInput{
+		Sweep: contract.MaintenanceSweepInput{MergeMinGenerations: 3}, Interval: 2 * time.Second, Window: 5 * time.Second,
+	})
 	var res contract.SweepWindowResult
 	if err := run.Get(e.ctx(waitLong), &res); err != nil {
 		t.Fatalf("window: %v", err)
@@ -713,25 +604,47 @@ func failingPrepare(shard, msg string) func(tworker.ActivityRegistry, *activitie
 }
 
 // keepHistory saves the history of run id/runID as dir/name, checks that it holds a marker of
-// the GetVersion change marker ("" = none to check) and that it replays.
-func (e *env) keepHistory(t *testing.T, dir, name, id, runID, marker string) {
+// the GetVersion change marker ("" = none to check) and that it replays; it returns the
+// history's events.
+func (e *env) keepHistory(t *testing.T, dir, name, id, runID, marker string) []*historypb.HistoryEvent {
 	t.Helper()
-	n := e.saveHistory(filepath.Join(dir, name), id, runID)
-	t.Logf("%s: %d events", name, n)
-	if marker != "" {
-		events, err := actioncount.History(e.ctx(time.Minute), e.c, id, runID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if versionMarkers(t, events, marker) == 0 {
-			t.Errorf("%s has no %s marker", name, marker)
-		}
+	events := e.saveHistory(filepath.Join(dir, name), id, runID)
+	t.Logf("%s: %d events", name, len(events))
+	if marker != "" && versionMarkers(t, events, marker) == 0 {
+		t.Errorf("%s has no %s marker", name, marker)
 	}
+	replay(t, filepath.Join(dir, name))
+	return events
+}
+
+// replay replays the histories of files against the current workflow code.
+func replay(t *testing.T, files ...string) {
+	t.Helper()
 	replayer := tworker.NewWorkflowReplayer()
 	workflows.Register(replayer)
-	if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join(dir, name)); err != nil {
-		t.Errorf("replay %s: %v", name, err)
+	for _, f := range files {
+		if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, f); err != nil {
+			t.Errorf("replay %s: %v", f, err)
+		}
 	}
+}
+
+// mergeTwoShards opens the DBs prefix-a and prefix-b, writes gens generations of target
+// through each (one store, two shards), starts a harness over both whose Prepare fails the
+// shard that sorts last with fail ("" = none fails), and starts target's MergeWal with in.
+// It returns the run and the shard that sorts last.
+func (e *env) mergeTwoShards(prefix, target string, gens int, fail string, in contract.MergeWalInput) (client.WorkflowRun, string) {
+	e.t.Helper()
+	da, db := e.openDB(prefix+"-a", nil), e.openDB(prefix+"-b", nil)
+	e.writeGenerations(e.createStore(da, target), "a", gens, 2)
+	e.writeGenerations(e.createStore(db, target), "b", gens, 2)
+	last := max(da.Shard(), db.Shard())
+	o := harnessOptions{Shared: da, Shards: []*store.DB{da, db}}
+	if fail != "" {
+		o.Register = failingPrepare(last, fail)
+	}
+	e.startHarness(o)
+	return e.startMerge(target, in), last
 }
 
 // versionMarkers counts the GetVersion markers of changeID in a history (a workflow records

@@ -344,12 +344,7 @@ const workflowTaskTimedOut = "workflow task timed out" // as the status says it
 func recordedWorkflowTaskCause(t *testing.T, e *env, id, runID string) string {
 	t.Helper()
 	cause := ""
-	it := e.c.GetWorkflowHistory(e.ctx(waitShort), id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for it.HasNext() {
-		ev, err := it.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, ev := range e.history(t, id, runID) {
 		switch ev.GetEventType() {
 		case enumspb.EVENT_TYPE_WORKFLOW_TASK_FAILED:
 			cause = ev.GetWorkflowTaskFailedEventAttributes().GetFailure().GetMessage()

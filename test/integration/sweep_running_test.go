@@ -6,7 +6,6 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/client"
 
 	"github.com/walkeeper/walkeeper/contract"
 )
@@ -35,21 +34,8 @@ func TestSweepLeavesRunningMergesAlone(t *testing.T) {
 		return n == 1, err
 	})
 
-	sweep := func(name string) (contract.MaintenanceSweepResult, client.WorkflowRun) {
-		t.Helper()
-		run, err := e.c.ExecuteWorkflow(e.ctx(waitShort), client.StartWorkflowOptions{ID: "sweep-running-" + name, TaskQueue: contract.TaskQueue},
-			contract.MaintenanceSweepWorkflow, contract.MaintenanceSweepInput{MergeMinGenerations: 3, MaxPendingAge: -1, CompactMinRuns: -1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var res contract.MaintenanceSweepResult
-		if err := run.Get(e.ctx(waitLong), &res); err != nil {
-			t.Fatalf("sweep %s: %v", name, err)
-		}
-		return res, run
-	}
-
-	res, _ := sweep("first")
+	in := contract.MaintenanceSweepInput{MergeMinGenerations: 3, MaxPendingAge: -1, CompactMinRuns: -1}
+	res, _ := e.sweep("sweep-running-first", in)
 	if len(res.Started) != 1 || res.Started[0].WorkflowID != "merge-wal/generic/sweep-free" {
 		t.Fatalf("first sweep started %+v, want merge-wal/generic/sweep-free only (the held merge is running)", res.Started)
 	}
@@ -58,16 +44,11 @@ func TestSweepLeavesRunningMergesAlone(t *testing.T) {
 	}
 	e.mergeResult(e.c.GetWorkflow(e.ctx(waitShort), "merge-wal/generic/sweep-free", ""), waitLong)
 
-	res, run := sweep("second")
+	res, run := e.sweep("sweep-running-second", in)
 	if len(res.Started) != 0 {
 		t.Fatalf("second sweep started %+v, want nothing", res.Started)
 	}
-	it := e.c.GetWorkflowHistory(e.ctx(waitShort), run.GetID(), run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for it.HasNext() {
-		ev, err := it.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, ev := range e.history(t, run.GetID(), run.GetRunID()) {
 		if ev.GetEventType() == enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED &&
 			ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() == contract.StartWorkflowsActivity {
 			t.Fatalf("second sweep scheduled StartWorkflows (event %d) for a store whose merge is running", ev.GetEventId())

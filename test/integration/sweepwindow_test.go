@@ -99,11 +99,11 @@ func TestSweepWindowLeavesNoWorkflowPerIdleRound(t *testing.T) {
 	}
 	// The sweep's count rode the start (free), not an upsert: the started event carries it.
 	var started *historypb.HistoryEvent
-	e.eachEvent(id, func(ev *historypb.HistoryEvent) {
+	for _, ev := range e.history(t, id, "") {
 		if started == nil && ev.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED {
 			started = ev
 		}
-	})
+	}
 	var atStart int64
 	if p := started.GetWorkflowExecutionStartedEventAttributes().GetSearchAttributes().GetIndexedFields()[contract.WalPendingName]; p == nil ||
 		converter.GetDefaultDataConverter().FromPayload(p, &atStart) != nil || atStart != 3 {
@@ -164,44 +164,31 @@ func (e *env) pendingActivities(id string) string {
 	return b.String()
 }
 
-// eachEvent calls f with every event of id's latest run, in order.
-func (e *env) eachEvent(id string, f func(*historypb.HistoryEvent)) {
-	e.t.Helper()
-	it := e.c.GetWorkflowHistory(e.ctx(waitShort), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for it.HasNext() {
-		ev, err := it.Next()
-		if err != nil {
-			e.t.Fatalf("history of %s: %v", id, err)
-		}
-		f(ev)
-	}
-}
-
 // countUpserts counts the search-attribute upserts in id's history that set anything but
 // the attributes named in except.
 func (e *env) countUpserts(id string, except ...string) int {
 	n := 0
-	e.eachEvent(id, func(ev *historypb.HistoryEvent) {
+	for _, ev := range e.history(e.t, id, "") {
 		if ev.GetEventType() != enumspb.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES {
-			return
+			continue
 		}
 		for name := range ev.GetUpsertWorkflowSearchAttributesEventAttributes().GetSearchAttributes().GetIndexedFields() {
 			if !slices.Contains(except, name) {
 				n++
-				return
+				break
 			}
 		}
-	})
+	}
 	return n
 }
 
 // countEvents counts the events of type typ in workflow id's current run.
 func (e *env) countEvents(id string, typ enumspb.EventType) int {
 	n := 0
-	e.eachEvent(id, func(ev *historypb.HistoryEvent) {
+	for _, ev := range e.history(e.t, id, "") {
 		if ev.GetEventType() == typ {
 			n++
 		}
-	})
+	}
 	return n
 }

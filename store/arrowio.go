@@ -17,11 +17,25 @@ import (
 	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
+// ipcFileOverhead and ipcFieldOverhead are generous bounds on an IPC file's framing (magic,
+// footer, messages) and on one field's metadata and padding in its schema or in a record.
+const (
+	ipcFileOverhead  = 1 << 10
+	ipcFieldOverhead = 256
+)
+
 // WAL objects and generations are Arrow IPC *files*: the footer makes a truncated object
 // fail to decode instead of silently yielding a prefix of its rows.
 func encodeIPC(schema *arrow.Schema, recs ...arrow.RecordBatch) ([]byte, error) {
-	var buf bytes.Buffer
-	w, err := ipc.NewFileWriter(&buf, ipc.WithSchema(schema), ipc.WithAllocator(memory.DefaultAllocator))
+	// The file is about its records' buffers plus their metadata: grown to that at once, a
+	// 16 MiB generation is not copied through every doubling of the buffer on its way there.
+	hint := int64(ipcFileOverhead + schema.NumFields()*ipcFieldOverhead)
+	for _, r := range recs {
+		hint += recordBytes(r) + int64(r.NumCols())*ipcFieldOverhead
+	}
+	// make, not Buffer.Grow, which copies a zeroed slice of the size into the new one.
+	buf := bytes.NewBuffer(make([]byte, 0, hint))
+	w, err := ipc.NewFileWriter(buf, ipc.WithSchema(schema), ipc.WithAllocator(memory.DefaultAllocator))
 	if err != nil {
 		return nil, err
 	}

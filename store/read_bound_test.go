@@ -11,8 +11,9 @@ import (
 )
 
 // boundedReadKeys is the key space of boundedReadStore: small enough that a List of limit 1
-// pages through it quickly over every generation, large enough that pages cross generations.
-const boundedReadKeys = 100
+// pages through it quickly over every generation (each page, and each Get of a key, reads
+// every generation), large enough that pages cross generations.
+const boundedReadKeys = 50
 
 // boundedReadStore writes gens generations (more than readFanIn) of overlapping keys with
 // updates and tombstones, plus unflushed memtable rows, and returns the expected newest

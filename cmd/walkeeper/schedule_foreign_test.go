@@ -21,28 +21,8 @@ import (
 // resume` as if it were the sweep, until a worker ensured it again. Now neither triggers it:
 // exit 1 with one line naming what it starts, escaped, and `schedule ensure` restores it.
 func TestSweepScheduleEditedOutsideWalkeeperIsNotTriggered(t *testing.T) {
-	testtemporal.SkipShort(t)
-	noDev(t)
-	hostPort, c := testtemporal.Start(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	// No spec: only a trigger starts anything, so nothing fires on its own during the test.
-	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
-		ID:     temporaladmin.SweepScheduleID,
-		Spec:   client.ScheduleSpec{},
-		Action: &client.ScheduleWorkflowAction{ID: "x", Workflow: "Other\x1b[2J", TaskQueue: contract.TaskQueue},
-		Paused: true,
-	})
-	require.NoError(t, err)
-	edit := func(workflow, queue string) {
-		require.NoError(t, c.ScheduleClient().GetHandle(ctx, temporaladmin.SweepScheduleID).Update(ctx, client.ScheduleUpdateOptions{
-			DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
-				s := in.Description.Schedule
-				s.Action = &client.ScheduleWorkflowAction{ID: "x", Workflow: workflow, TaskQueue: queue}
-				return &client.ScheduleUpdate{Schedule: &s}, nil
-			},
-		}))
-	}
+	hostPort, c, ctx := scheduleTemporal(t)
+	createPausedSchedule(ctx, t, c, temporaladmin.SweepScheduleID, &client.ScheduleWorkflowAction{ID: "x", Workflow: "Other\x1b[2J", TaskQueue: contract.TaskQueue})
 	sweepCLI := func(sub string) (int, string) {
 		code, out, errOut := runCLI(t, "schedule", sub, "--temporal", hostPort)
 		assert.Empty(t, out)
@@ -58,7 +38,7 @@ func TestSweepScheduleEditedOutsideWalkeeperIsNotTriggered(t *testing.T) {
 	assert.Equal(t, cli.ExitFailure, code, errOut)
 	assert.Equal(t, "walkeeper: "+other, errOut)
 
-	edit(contract.SweepWindowWorkflow, "elsewhere")
+	setScheduleAction(ctx, t, c, temporaladmin.SweepScheduleID, &client.ScheduleWorkflowAction{ID: "x", Workflow: contract.SweepWindowWorkflow, TaskQueue: "elsewhere"})
 	code, errOut = sweepCLI("trigger")
 	assert.Equal(t, cli.ExitFailure, code, errOut)
 	assert.Equal(t, "walkeeper: schedule walkeeper-sweep starts workflow SweepWindow on task queue elsewhere, not SweepWindow "+
@@ -82,11 +62,7 @@ func TestSweepScheduleEditedOutsideWalkeeperIsNotTriggered(t *testing.T) {
 // were a window. Now it is left running and named: the schedule is paused (or deleted) and
 // says so, exit 1, one line, escaped.
 func TestSweepSchedulePauseCancelsOnlyItsWindows(t *testing.T) {
-	testtemporal.SkipShort(t)
-	noDev(t)
-	hostPort, c := testtemporal.Start(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
+	hostPort, c, ctx := scheduleTemporal(t)
 	running := sweepScheduleStartingAnotherType(ctx, t, c)
 	refused := "workflow " + running + ` is Other\x1b[2J, not SweepWindow: not canceled (started outside walkeeper?)`
 
@@ -104,40 +80,19 @@ func TestSweepSchedulePauseCancelsOnlyItsWindows(t *testing.T) {
 	_, err = temporaladmin.DescribeSchedule(ctx, c, temporaladmin.SweepScheduleID)
 	assert.Error(t, err, "the schedule is deleted")
 
-	it := c.GetWorkflowHistory(ctx, running, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for it.HasNext() {
-		e, err := it.Next()
-		require.NoError(t, err)
-		assert.NotEqual(t, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED, e.GetEventType(), "the workflow was canceled")
-	}
+	assertNoEvent(ctx, t, c, running, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED, "the workflow was canceled")
 }
 
 // `schedule trigger --target` ran whatever a target's schedule had been edited to start. Now
 // it describes the schedule first and refuses another type or queue, exit 1, one line naming
 // it escaped, triggering nothing; walkeeper's own action is triggered as before.
 func TestTargetScheduleEditedOutsideWalkeeperIsNotTriggered(t *testing.T) {
-	testtemporal.SkipShort(t)
-	noDev(t)
-	hostPort, c := testtemporal.Start(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
+	hostPort, c, ctx := scheduleTemporal(t)
 	id := "merge-wal-tick/generic/edited"
-	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
-		ID:     id,
-		Spec:   client.ScheduleSpec{},
-		Action: &client.ScheduleWorkflowAction{ID: id, Workflow: "Other\x1b[2J", TaskQueue: contract.TaskQueue},
-		Paused: true,
-	})
-	require.NoError(t, err)
+	createPausedSchedule(ctx, t, c, id, &client.ScheduleWorkflowAction{ID: id, Workflow: "Other\x1b[2J", TaskQueue: contract.TaskQueue})
 	edit := func(workflow, queue string) {
-		require.NoError(t, c.ScheduleClient().GetHandle(ctx, id).Update(ctx, client.ScheduleUpdateOptions{
-			DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
-				s := in.Description.Schedule
-				s.Action = &client.ScheduleWorkflowAction{ID: id, Workflow: workflow, TaskQueue: queue,
-					Args: []any{map[string]any{"target": "generic:edited"}}}
-				return &client.ScheduleUpdate{Schedule: &s}, nil
-			},
-		}))
+		setScheduleAction(ctx, t, c, id, &client.ScheduleWorkflowAction{ID: id, Workflow: workflow, TaskQueue: queue,
+			Args: []any{map[string]any{"target": "generic:edited"}}})
 	}
 	trigger := func() (int, string, string) {
 		return runCLI(t, "schedule", "trigger", "--target", "generic:edited", "--temporal", hostPort)
@@ -173,20 +128,10 @@ func TestTargetScheduleEditedOutsideWalkeeperIsNotTriggered(t *testing.T) {
 // while edited got walkeeper-sweep-now. Now the workflow is described first and one that is
 // not the schedule's SweepWindow is not signaled: exit 1, one line naming it, escaped.
 func TestSweepTriggerSignalsOnlyItsWindows(t *testing.T) {
-	testtemporal.SkipShort(t)
-	noDev(t)
-	hostPort, c := testtemporal.Start(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
+	hostPort, c, ctx := scheduleTemporal(t)
 	running := sweepScheduleStartingAnotherType(ctx, t, c)
 	// The action is walkeeper's again; the workflow it started while edited still runs.
-	require.NoError(t, c.ScheduleClient().GetHandle(ctx, temporaladmin.SweepScheduleID).Update(ctx, client.ScheduleUpdateOptions{
-		DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
-			s := in.Description.Schedule
-			s.Action = &client.ScheduleWorkflowAction{ID: temporaladmin.SweepWorkflowID, Workflow: contract.SweepWindowWorkflow, TaskQueue: contract.TaskQueue}
-			return &client.ScheduleUpdate{Schedule: &s}, nil
-		},
-	}))
+	setScheduleAction(ctx, t, c, temporaladmin.SweepScheduleID, &client.ScheduleWorkflowAction{ID: temporaladmin.SweepWorkflowID, Workflow: contract.SweepWindowWorkflow, TaskQueue: contract.TaskQueue})
 
 	code, out, errOut := runCLI(t, "schedule", "trigger", "--temporal", hostPort)
 	assert.Equal(t, cli.ExitFailure, code, errOut)
@@ -195,12 +140,7 @@ func TestSweepTriggerSignalsOnlyItsWindows(t *testing.T) {
 	_, err := temporaladmin.SweepNow(ctx, c)
 	assert.ErrorIs(t, err, temporaladmin.ErrSweepWindowForeign)
 
-	it := c.GetWorkflowHistory(ctx, running, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for it.HasNext() {
-		e, err := it.Next()
-		require.NoError(t, err)
-		assert.NotEqual(t, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED, e.GetEventType(), "the workflow was signaled")
-	}
+	assertNoEvent(ctx, t, c, running, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED, "the workflow was signaled")
 	d, err := temporaladmin.DescribeSchedule(ctx, c, temporaladmin.SweepScheduleID)
 	require.NoError(t, err)
 	assert.EqualValues(t, 1, d.Info.NumActions, "the trigger may not have started a window either")
@@ -210,21 +150,8 @@ func TestSweepTriggerSignalsOnlyItsWindows(t *testing.T) {
 // named, so a schedule edited to name another store merged that one as if it were T. Now the
 // input must name T: exit 1, one line naming the target found, escaped, triggering nothing.
 func TestTargetScheduleForAnotherTargetIsNotTriggered(t *testing.T) {
-	testtemporal.SkipShort(t)
-	noDev(t)
-	hostPort, c := testtemporal.Start(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
+	hostPort, c, ctx := scheduleTemporal(t)
 	id := "merge-wal-tick/generic/asked"
-	create := func(args ...any) {
-		_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
-			ID:     id,
-			Spec:   client.ScheduleSpec{},
-			Action: &client.ScheduleWorkflowAction{ID: id, Workflow: contract.MergeWalTickWorkflow, TaskQueue: contract.TaskQueue, Args: args},
-			Paused: true,
-		})
-		require.NoError(t, err)
-	}
 	restore := " (edited outside walkeeper?): not triggered; `walkeeper schedule ensure --target generic:asked` restores its action\n"
 	for _, tc := range []struct {
 		name string
@@ -237,7 +164,7 @@ func TestTargetScheduleForAnotherTargetIsNotTriggered(t *testing.T) {
 		{"not an object", []any{"generic:asked"}, "(unreadable input)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			create(tc.args...)
+			createPausedSchedule(ctx, t, c, id, &client.ScheduleWorkflowAction{ID: id, Workflow: contract.MergeWalTickWorkflow, TaskQueue: contract.TaskQueue, Args: tc.args})
 			defer func() { require.NoError(t, temporaladmin.DeleteSchedule(context.WithoutCancel(ctx), c, id)) }()
 			code, out, errOut := runCLI(t, "schedule", "trigger", "--target", "generic:asked", "--temporal", hostPort)
 			assert.Equal(t, cli.ExitFailure, code, errOut)
@@ -255,13 +182,7 @@ func TestTargetScheduleForAnotherTargetIsNotTriggered(t *testing.T) {
 // returns that workflow's ID; the workflow is terminated when the test ends.
 func sweepScheduleStartingAnotherType(ctx context.Context, t *testing.T, c client.Client) string {
 	t.Helper()
-	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
-		ID:     temporaladmin.SweepScheduleID,
-		Spec:   client.ScheduleSpec{},
-		Action: &client.ScheduleWorkflowAction{ID: temporaladmin.SweepWorkflowID, Workflow: "Other\x1b[2J", TaskQueue: "walkeeper-test-unpolled"},
-		Paused: true,
-	})
-	require.NoError(t, err)
+	createPausedSchedule(ctx, t, c, temporaladmin.SweepScheduleID, &client.ScheduleWorkflowAction{ID: temporaladmin.SweepWorkflowID, Workflow: "Other\x1b[2J", TaskQueue: "walkeeper-test-unpolled"})
 	require.NoError(t, temporaladmin.TriggerSchedule(ctx, c, temporaladmin.SweepScheduleID))
 	var running string
 	require.Eventually(t, func() bool {
@@ -275,4 +196,47 @@ func sweepScheduleStartingAnotherType(ctx context.Context, t *testing.T, c clien
 	require.Contains(t, running, temporaladmin.SweepWorkflowID+"-")
 	t.Cleanup(func() { _ = c.TerminateWorkflow(context.WithoutCancel(ctx), running, "", "test done") })
 	return running
+}
+
+// scheduleTemporal starts a dev server for a test that edits schedules behind walkeeper's back,
+// with a context that bounds the whole test.
+func scheduleTemporal(t *testing.T) (string, client.Client, context.Context) {
+	t.Helper()
+	testtemporal.SkipShort(t)
+	noDev(t)
+	hostPort, c := testtemporal.Start(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return hostPort, c, ctx
+}
+
+// createPausedSchedule creates schedule id with no spec, so that only a trigger starts
+// anything and nothing fires on its own during the test.
+func createPausedSchedule(ctx context.Context, t *testing.T, c client.Client, id string, action *client.ScheduleWorkflowAction) {
+	t.Helper()
+	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{ID: id, Spec: client.ScheduleSpec{}, Action: action, Paused: true})
+	require.NoError(t, err)
+}
+
+// setScheduleAction edits schedule id's action as Temporal Web or the Temporal CLI would.
+func setScheduleAction(ctx context.Context, t *testing.T, c client.Client, id string, action *client.ScheduleWorkflowAction) {
+	t.Helper()
+	require.NoError(t, c.ScheduleClient().GetHandle(ctx, id).Update(ctx, client.ScheduleUpdateOptions{
+		DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
+			s := in.Description.Schedule
+			s.Action = action
+			return &client.ScheduleUpdate{Schedule: &s}, nil
+		},
+	}))
+}
+
+// assertNoEvent asserts that workflow id's history holds no event of type typ.
+func assertNoEvent(ctx context.Context, t *testing.T, c client.Client, id string, typ enumspb.EventType, msg string) {
+	t.Helper()
+	it := c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		require.NoError(t, err)
+		assert.NotEqual(t, typ, e.GetEventType(), msg)
+	}
 }

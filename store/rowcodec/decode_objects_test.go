@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"time"
 	"unicode/utf8"
@@ -97,26 +98,13 @@ func (c *Codec) fromAny(j int, v any) (any, string) {
 		switch x := v.(type) {
 		case json.Number:
 			return parseInt64(string(x))
-		case int:
-			return int64(x), ""
-		case int8:
-			return int64(x), ""
-		case int16:
-			return int64(x), ""
-		case int32:
-			return int64(x), ""
-		case int64:
-			return x, ""
-		case uint:
-			return uintToInt64(uint64(x))
-		case uint8:
-			return int64(x), ""
-		case uint16:
-			return int64(x), ""
-		case uint32:
-			return int64(x), ""
-		case uint64:
-			return uintToInt64(x)
+		case int, int8, int16, int32, int64, uint8, uint16, uint32:
+			return reflect.ValueOf(x).Convert(reflect.TypeFor[int64]()).Int(), ""
+		case uint, uint64:
+			if u := reflect.ValueOf(x).Uint(); u <= math.MaxInt64 {
+				return int64(u), ""
+			}
+			return nil, fmt.Sprintf("integer %d is out of the int64 range", x)
 		case float32, float64:
 			return nil, "want int64, got a float (decode JSON with json.Decoder.UseNumber)"
 		}
@@ -125,30 +113,8 @@ func (c *Codec) fromAny(j int, v any) (any, string) {
 		switch x := v.(type) {
 		case json.Number:
 			return parseFloat64(string(x))
-		case float64:
-			f = x
-		case float32:
-			f = float64(x)
-		case int:
-			f = float64(x)
-		case int8:
-			f = float64(x)
-		case int16:
-			f = float64(x)
-		case int32:
-			f = float64(x)
-		case int64:
-			f = float64(x)
-		case uint:
-			f = float64(x)
-		case uint8:
-			f = float64(x)
-		case uint16:
-			f = float64(x)
-		case uint32:
-			f = float64(x)
-		case uint64:
-			f = float64(x)
+		case float64, float32, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+			f = reflect.ValueOf(x).Convert(reflect.TypeFor[float64]()).Float()
 		default:
 			return nil, wantGot(t, goKind(v))
 		}
@@ -170,13 +136,6 @@ func (c *Codec) fromAny(j int, v any) (any, string) {
 		}
 	}
 	return nil, wantGot(t, goKind(v))
-}
-
-func uintToInt64(u uint64) (any, string) {
-	if u > math.MaxInt64 {
-		return nil, fmt.Sprintf("integer %d is out of the int64 range", u)
-	}
-	return int64(u), ""
 }
 
 // goKind names the type of a decoded value for error messages.

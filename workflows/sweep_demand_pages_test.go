@@ -403,10 +403,7 @@ func TestSweepWindowRoundCountsOmittedStarts(t *testing.T) {
 	starter := &fakeStarter{}
 	env.OnActivity(contract.StartWorkflowsActivity, anyCtx, anyArg).Return(starter.start)
 	env.OnActivity(contract.RecordMaintenanceActivity, anyCtx, anyArg).Return(nil).Maybe()
-	env.ExecuteWorkflow(SweepWindow, contract.SweepWindowInput{Interval: time.Minute, Window: 30 * time.Second})
-	require.NoError(t, env.GetWorkflowError())
-	var res contract.SweepWindowResult
-	require.NoError(t, env.GetWorkflowResult(&res))
+	res := runWindow(t, env, contract.SweepWindowInput{Interval: time.Minute, Window: 30 * time.Second})
 	require.Len(t, starter.requests, 1500)
 	require.Equal(t, 1500, res.Totals.Started)
 	require.Len(t, res.Recent, 1)

@@ -39,10 +39,7 @@ func TestSweepWindowWithALongIDStartsItsMerges(t *testing.T) {
 	env.OnActivity(contract.StartWorkflowsActivity, anyCtx, anyArg).Return(validStarter(starter))
 	env.OnActivity(contract.RecordMaintenanceActivity, anyCtx, anyArg).Return(nil)
 
-	env.ExecuteWorkflow(SweepWindow, contract.SweepWindowInput{Interval: 10 * time.Second, Window: 15 * time.Second})
-	require.NoError(t, env.GetWorkflowError())
-	var res contract.SweepWindowResult
-	require.NoError(t, env.GetWorkflowResult(&res))
+	res := runWindow(t, env, contract.SweepWindowInput{Interval: 10 * time.Second, Window: 15 * time.Second})
 	require.Equal(t, 1, res.Totals.Started, "%+v", res)
 	require.Len(t, starter.requests, 1)
 	reason := starter.requests[0].Reason

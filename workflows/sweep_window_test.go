@@ -77,6 +77,41 @@ func newWindowEnv(t *testing.T, f *windowFleet, starter *fakeStarter, recorded *
 	return env
 }
 
+// runWindow runs a window of in to completion and returns its result.
+func runWindow(t *testing.T, env *testsuite.TestWorkflowEnvironment, in contract.SweepWindowInput) contract.SweepWindowResult {
+	t.Helper()
+	env.ExecuteWorkflow(SweepWindow, in)
+	require.NoError(t, env.GetWorkflowError())
+	var res contract.SweepWindowResult
+	require.NoError(t, env.GetWorkflowResult(&res))
+	return res
+}
+
+// continuedWindow runs a window of in until it continues as new and returns the next run's
+// input.
+func continuedWindow(t *testing.T, env *testsuite.TestWorkflowEnvironment, in contract.SweepWindowInput) contract.SweepWindowInput {
+	t.Helper()
+	env.ExecuteWorkflow(SweepWindow, in)
+	var can *workflow.ContinueAsNewError
+	require.True(t, errors.As(env.GetWorkflowError(), &can), "got %v", env.GetWorkflowError())
+	require.Equal(t, contract.SweepWindowWorkflow, can.WorkflowType.Name)
+	var next contract.SweepWindowInput
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	return next
+}
+
+// failedWindow runs a window of in until it fails and returns its error and the result it
+// carries in the error's details.
+func failedWindow(t *testing.T, env *testsuite.TestWorkflowEnvironment, in contract.SweepWindowInput) (*temporal.ApplicationError, contract.SweepWindowResult) {
+	t.Helper()
+	env.ExecuteWorkflow(SweepWindow, in)
+	var appErr *temporal.ApplicationError
+	require.True(t, errors.As(env.GetWorkflowError(), &appErr), "got %v", env.GetWorkflowError())
+	var res contract.SweepWindowResult
+	require.NoError(t, appErr.Details(&res))
+	return appErr, res
+}
+
 // A window runs a round at once and then one every interval until the window ends, on
 // workflow timers; rounds that start nothing are only counted. Success is recorded at most
 // once a minute.
@@ -85,10 +120,7 @@ func TestSweepWindowRunsRoundsUntilTheWindowEnds(t *testing.T) {
 	starter := &fakeStarter{}
 	recorded := 0
 	env := newWindowEnv(t, f, starter, &recorded)
-	env.ExecuteWorkflow(SweepWindow, contract.SweepWindowInput{Interval: 10 * time.Second, Window: 125 * time.Second})
-	require.NoError(t, env.GetWorkflowError())
-	var res contract.SweepWindowResult
-	require.NoError(t, env.GetWorkflowResult(&res))
+	res := runWindow(t, env, contract.SweepWindowInput{Interval: 10 * time.Second, Window: 125 * time.Second})
 
 	// Rounds at 0, 10, ..., 120 s: 13, all idle.
 	require.Equal(t, contract.SweepWindowTotals{Rounds: 13, IdleRounds: 13}, res.Totals)
@@ -115,10 +147,7 @@ func TestSweepWindowReportsRoundsThatStart(t *testing.T) {
 		require.NoError(t, v.Get(&md))
 		details = md.GetCurrentDetails()
 	}, 35*time.Second)
-	env.ExecuteWorkflow(SweepWindow, contract.SweepWindowInput{Interval: 10 * time.Second, Window: 50 * time.Second})
-	require.NoError(t, env.GetWorkflowError())
-	var res contract.SweepWindowResult
-	require.NoError(t, env.GetWorkflowResult(&res))
+	res := runWindow(t, env, contract.SweepWindowInput{Interval: 10 * time.Second, Window: 50 * time.Second})
 
 	// The current details name the starting round, its start and its skip reasons.
 	require.Contains(t, details, "4 rounds: 3 idle, 0 failed; 1 workflows started.")
@@ -145,12 +174,7 @@ func TestSweepWindowContinuesAsNewCarryingItsState(t *testing.T) {
 	recorded := 0
 	env := newWindowEnv(t, f, starter, &recorded)
 	env.SetCurrentHistoryLength(contract.DefaultSweepEventBudget) // over budget after the first round
-	env.ExecuteWorkflow(SweepWindow, contract.SweepWindowInput{Interval: 10 * time.Second, Window: 40 * time.Second})
-	var can *workflow.ContinueAsNewError
-	require.True(t, errors.As(env.GetWorkflowError(), &can), "got %v", env.GetWorkflowError())
-	require.Equal(t, contract.SweepWindowWorkflow, can.WorkflowType.Name)
-	var next contract.SweepWindowInput
-	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	next := continuedWindow(t, env, contract.SweepWindowInput{Interval: 10 * time.Second, Window: 40 * time.Second})
 	require.NotNil(t, next.Carry)
 	c := *next.Carry
 	require.Equal(t, 1, c.Runs)
@@ -164,10 +188,7 @@ func TestSweepWindowContinuesAsNewCarryingItsState(t *testing.T) {
 	env2 := newWindowEnv(t, f, starter, &recorded)
 	env2.SetStartTime(c.Origin.Add(time.Second))
 	env2.SetContinuedExecutionRunID("run-1")
-	env2.ExecuteWorkflow(SweepWindow, next)
-	require.NoError(t, env2.GetWorkflowError())
-	var res contract.SweepWindowResult
-	require.NoError(t, env2.GetWorkflowResult(&res))
+	res := runWindow(t, env2, next)
 	// Slots 10, 20, 30 s in the second run: 4 rounds in all, the first one's start kept.
 	require.Equal(t, contract.SweepWindowTotals{Rounds: 4, IdleRounds: 3, Started: 1}, res.Totals)
 	require.Equal(t, 2, res.Runs)
@@ -177,8 +198,7 @@ func TestSweepWindowContinuesAsNewCarryingItsState(t *testing.T) {
 	// Temporal's suggestion alone also continues as new.
 	env3 := newWindowEnv(t, &windowFleet{}, &fakeStarter{}, &recorded)
 	env3.SetContinueAsNewSuggested(true)
-	env3.ExecuteWorkflow(SweepWindow, contract.SweepWindowInput{Interval: 10 * time.Second, Window: 40 * time.Second})
-	require.True(t, errors.As(env3.GetWorkflowError(), &can))
+	continuedWindow(t, env3, contract.SweepWindowInput{Interval: 10 * time.Second, Window: 40 * time.Second})
 }
 
 // The sweep-now signal runs a round at once, between two slots; the cadence is kept.
@@ -190,10 +210,7 @@ func TestSweepWindowSweepNowSignal(t *testing.T) {
 	env.RegisterDelayedCallback(func() {
 		env.SignalWorkflow(contract.SweepNowSignal, nil)
 	}, 15*time.Second)
-	env.ExecuteWorkflow(SweepWindow, contract.SweepWindowInput{Interval: time.Minute, Window: 150 * time.Second})
-	require.NoError(t, env.GetWorkflowError())
-	var res contract.SweepWindowResult
-	require.NoError(t, env.GetWorkflowResult(&res))
+	res := runWindow(t, env, contract.SweepWindowInput{Interval: time.Minute, Window: 150 * time.Second})
 	// Rounds at 0, 15 s (sweep now), 60, 120 s.
 	require.Equal(t, 4, res.Totals.Rounds)
 	require.Len(t, res.Recent, 1)
@@ -216,10 +233,7 @@ func TestSweepWindowSweepNowSignalWithAnyPayload(t *testing.T) {
 			env.SignalWorkflow(contract.SweepNowSignal, p)
 		}
 	}, 15*time.Second)
-	env.ExecuteWorkflow(SweepWindow, contract.SweepWindowInput{Interval: time.Minute, Window: 150 * time.Second})
-	require.NoError(t, env.GetWorkflowError())
-	var res contract.SweepWindowResult
-	require.NoError(t, env.GetWorkflowResult(&res))
+	res := runWindow(t, env, contract.SweepWindowInput{Interval: time.Minute, Window: 150 * time.Second})
 	// Rounds at 0, 60 and 120 s, and at 15 s for the burst: one for its first signal and one
 	// for those that arrived while that round ran, never one per signal.
 	require.Equal(t, 5, res.Totals.Rounds)
@@ -235,19 +249,13 @@ func TestSweepWindowFailedRounds(t *testing.T) {
 	starter := &fakeStarter{}
 	recorded := 0
 	env := newWindowEnv(t, f, starter, &recorded)
-	env.ExecuteWorkflow(SweepWindow, contract.SweepWindowInput{Interval: 5 * time.Minute, Window: 10 * time.Minute})
-	err := env.GetWorkflowError()
-	require.Error(t, err)
-	var appErr *temporal.ApplicationError
-	require.True(t, errors.As(err, &appErr), "got %v", err)
+	appErr, res := failedWindow(t, env, contract.SweepWindowInput{Interval: 5 * time.Minute, Window: 10 * time.Minute})
 	require.Equal(t, contract.ErrTypeSweepListFailed, appErr.Type())
 	require.True(t, appErr.NonRetryable())
 	require.Contains(t, appErr.Error(), "every one of the window's 2 sweep rounds failed")
 	require.Zero(t, recorded)
 	// The other kinds' starts still went out, and the round says both.
 	require.Len(t, starter.requests, 1)
-	var res contract.SweepWindowResult
-	require.NoError(t, appErr.Details(&res))
 	require.Equal(t, contract.SweepWindowTotals{Rounds: 2, FailedRounds: 2, Started: 1}, res.Totals)
 	require.Contains(t, res.Recent[0].Summary, "started 1 (1 sweep-count)")
 	require.Contains(t, res.Recent[0].Summary, "FAILED: ")
@@ -256,10 +264,7 @@ func TestSweepWindowFailedRounds(t *testing.T) {
 	// One good round is enough for the window to complete.
 	f2 := &windowFleet{failing: "datagen", failFor: 5} // every attempt of the first round
 	env2 := newWindowEnv(t, f2, &fakeStarter{}, &recorded)
-	env2.ExecuteWorkflow(SweepWindow, contract.SweepWindowInput{Interval: 5 * time.Minute, Window: 10 * time.Minute})
-	require.NoError(t, env2.GetWorkflowError())
-	res = contract.SweepWindowResult{}
-	require.NoError(t, env2.GetWorkflowResult(&res))
+	res = runWindow(t, env2, contract.SweepWindowInput{Interval: 5 * time.Minute, Window: 10 * time.Minute})
 	require.Equal(t, contract.SweepWindowTotals{Rounds: 2, IdleRounds: 1, FailedRounds: 1}, res.Totals)
 	require.Equal(t, 1, recorded)
 }
@@ -272,11 +277,7 @@ func TestSweepWindowCarriesALongRoundFailureClipped(t *testing.T) {
 	recorded := 0
 	env := newWindowEnv(t, &windowFleet{failing: "rollout", failErr: long}, &fakeStarter{}, &recorded)
 	env.SetCurrentHistoryLength(contract.DefaultSweepEventBudget) // over budget after the first round
-	env.ExecuteWorkflow(SweepWindow, contract.SweepWindowInput{Interval: 10 * time.Second, Window: 40 * time.Second})
-	var can *workflow.ContinueAsNewError
-	require.True(t, errors.As(env.GetWorkflowError(), &can), "got %v", env.GetWorkflowError())
-	var next contract.SweepWindowInput
-	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	next := continuedWindow(t, env, contract.SweepWindowInput{Interval: 10 * time.Second, Window: 40 * time.Second})
 	require.NoError(t, next.Validate(), "the continued run accepts what its predecessor carried")
 	require.Len(t, next.Carry.Recent, 1)
 	r := next.Carry.Recent[0]
@@ -362,11 +363,7 @@ func TestFindingWindowOfEscapedRoundErrorsFitsItsPayload(t *testing.T) {
 	escaped := strings.Repeat("<&>\x01", contract.MaxFailureTextBytes)
 	recorded := 0
 	env := newWindowEnv(t, &windowFleet{failing: "rollout", failErr: escaped, debtAt: debt}, &fakeStarter{}, &recorded)
-	env.ExecuteWorkflow(SweepWindow, contract.SweepWindowInput{Interval: time.Minute, Window: 12 * time.Minute})
-	var appErr *temporal.ApplicationError
-	require.True(t, errors.As(env.GetWorkflowError(), &appErr), "got %v", env.GetWorkflowError())
-	var res contract.SweepWindowResult
-	require.NoError(t, appErr.Details(&res))
+	_, res := failedWindow(t, env, contract.SweepWindowInput{Interval: time.Minute, Window: 12 * time.Minute})
 	require.Len(t, res.Recent, contract.MaxSweepRecentRounds)
 	b, err := json.Marshal(res)
 	require.NoError(t, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,9 +22,9 @@ type boundCase struct {
 	field string
 }
 
-func requireBounds(t *testing.T, cases []boundCase) {
+func requireBounds(t *testing.T, tables ...[]boundCase) {
 	t.Helper()
-	for _, c := range cases {
+	for _, c := range slices.Concat(tables...) {
 		t.Run(c.name, func(t *testing.T) {
 			err := c.in.Validate()
 			if c.field == "" {
@@ -37,77 +38,68 @@ func requireBounds(t *testing.T, cases []boundCase) {
 	}
 }
 
-func mergeIn(mod func(*MergeWalInput)) MergeWalInput {
-	in := MergeWalInput{Target: "generic:gs"}
-	mod(&in)
-	return in
+// changed returns a builder of base with one change made, for a table of inputs.
+func changed[T any](base T) func(mod func(*T)) T {
+	return func(mod func(*T)) T {
+		in := base
+		mod(&in)
+		return in
+	}
+}
+
+// limits is the four cases of a bounded setting: valid at its floor and its ceiling, naming
+// field at below and one past the ceiling.
+func limits[T interface{ Validate() error }, V int | int64 | time.Duration | float64](
+	name, field string, in func(func(*T)) T, set func(*T, V), floor, below, ceiling V) []boundCase {
+	at := func(v V) T { return in(func(x *T) { set(x, v) }) }
+	return []boundCase{
+		{name + " floor", at(floor), ""},
+		{name + " below", at(below), field},
+		{name + " ceiling", at(ceiling), ""},
+		{name + " above", at(ceiling + 1), field},
+	}
 }
 
 func TestMergeWalInputBounds(t *testing.T) {
-	m := mergeIn
+	m := changed(MergeWalInput{Target: "generic:gs"})
 	requireBounds(t, []boundCase{
 		{"defaults", m(func(*MergeWalInput) {}), ""},
 		{"target missing", m(func(in *MergeWalInput) { in.Target = "" }), "target"},
 		{"target kind", m(func(in *MergeWalInput) { in.Target = "bogus:gs" }), "target"},
 		{"target name", m(func(in *MergeWalInput) { in.Target = "generic:a/b" }), "target"},
 		{"generations no cap", m(func(in *MergeWalInput) { in.MaxGenerations = new(0) }), ""},
-		{"generations floor", m(func(in *MergeWalInput) { in.MaxGenerations = new(1) }), ""},
-		{"generations below", m(func(in *MergeWalInput) { in.MaxGenerations = new(-1) }), "max_generations"},
-		{"generations ceiling", m(func(in *MergeWalInput) { in.MaxGenerations = new(MaxMergeGenerations) }), ""},
-		{"generations above", m(func(in *MergeWalInput) { in.MaxGenerations = new(MaxMergeGenerations + 1) }), "max_generations"},
 		{"bytes no cap", m(func(in *MergeWalInput) { in.MaxBytes = new(int64(0)) }), ""},
-		{"bytes floor", m(func(in *MergeWalInput) { in.MaxBytes = new(int64(MinMergeBytes)) }), ""},
-		{"bytes below", m(func(in *MergeWalInput) { in.MaxBytes = new(int64(MinMergeBytes - 1)) }), "max_bytes"},
-		{"bytes ceiling", m(func(in *MergeWalInput) { in.MaxBytes = new(int64(MaxMergeBytes)) }), ""},
-		{"bytes above", m(func(in *MergeWalInput) { in.MaxBytes = new(int64(MaxMergeBytes + 1)) }), "max_bytes"},
-		{"prepare concurrency floor", m(func(in *MergeWalInput) { in.PrepareConcurrency = 1 }), ""},
-		{"prepare concurrency below", m(func(in *MergeWalInput) { in.PrepareConcurrency = -1 }), "prepare_concurrency"},
-		{"prepare concurrency ceiling", m(func(in *MergeWalInput) { in.PrepareConcurrency = MaxPrepareConcurrency }), ""},
-		{"prepare concurrency above", m(func(in *MergeWalInput) { in.PrepareConcurrency = MaxPrepareConcurrency + 1 }), "prepare_concurrency"},
-		{"passes floor", m(func(in *MergeWalInput) { in.MaxPasses = 1 }), ""},
-		{"passes below", m(func(in *MergeWalInput) { in.MaxPasses = -1 }), "max_passes"},
-		{"passes ceiling", m(func(in *MergeWalInput) { in.MaxPasses = MaxMergeMaxPasses }), ""},
-		{"passes above", m(func(in *MergeWalInput) { in.MaxPasses = MaxMergeMaxPasses + 1 }), "max_passes"},
-		{"schedule-to-start floor", m(func(in *MergeWalInput) { in.ScheduleToStartTimeout = MinScheduleToStartTimeout }), ""},
-		{"schedule-to-start below", m(func(in *MergeWalInput) { in.ScheduleToStartTimeout = MinScheduleToStartTimeout - 1 }), "schedule_to_start_timeout"},
 		{"schedule-to-start negative", m(func(in *MergeWalInput) { in.ScheduleToStartTimeout = -time.Second }), "schedule_to_start_timeout"},
-		{"schedule-to-start ceiling", m(func(in *MergeWalInput) { in.ScheduleToStartTimeout = MaxScheduleToStartTimeout }), ""},
-		{"schedule-to-start above", m(func(in *MergeWalInput) { in.ScheduleToStartTimeout = MaxScheduleToStartTimeout + 1 }), "schedule_to_start_timeout"},
 		{"slot wait off", m(func(in *MergeWalInput) { in.SlotWaitThreshold = -1 }), ""},
-		{"slot wait floor", m(func(in *MergeWalInput) { in.SlotWaitThreshold = MinSlotWaitThreshold }), ""},
-		{"slot wait below", m(func(in *MergeWalInput) { in.SlotWaitThreshold = MinSlotWaitThreshold - 1 }), "slot_wait_threshold"},
-		{"slot wait ceiling", m(func(in *MergeWalInput) { in.SlotWaitThreshold = MaxSlotWaitThreshold }), ""},
-		{"slot wait above", m(func(in *MergeWalInput) { in.SlotWaitThreshold = MaxSlotWaitThreshold + 1 }), "slot_wait_threshold"},
-		{"prepare timeout floor", m(func(in *MergeWalInput) { in.PrepareTimeout = MinPrepareTimeout }), ""},
-		{"prepare timeout below", m(func(in *MergeWalInput) { in.PrepareTimeout = MinPrepareTimeout - 1 }), "prepare_timeout"},
-		{"prepare timeout ceiling", m(func(in *MergeWalInput) { in.PrepareTimeout = MaxPrepareTimeout }), ""},
-		{"prepare timeout above", m(func(in *MergeWalInput) { in.PrepareTimeout = MaxPrepareTimeout + 1 }), "prepare_timeout"},
-		{"passes per run floor", m(func(in *MergeWalInput) { in.PassesPerWorkflowRun = 1 }), ""},
-		{"passes per run below", m(func(in *MergeWalInput) { in.PassesPerWorkflowRun = -1 }), "passes_per_run"},
-		{"passes per run ceiling", m(func(in *MergeWalInput) { in.PassesPerWorkflowRun = MaxPassesPerWorkflowRun }), ""},
-		{"passes per run above", m(func(in *MergeWalInput) { in.PassesPerWorkflowRun = MaxPassesPerWorkflowRun + 1 }), "passes_per_run"},
 		{"every trigger", m(func(in *MergeWalInput) { in.Trigger = TriggerBackPressure }), ""},
 		{"trigger unknown value", m(func(in *MergeWalInput) { in.Trigger = "Count" }), "trigger"},
 		{"reason at the ceiling", m(func(in *MergeWalInput) { in.TriggerReason = strings.Repeat("é", MaxTriggerReasonBytes/2) }), ""},
 		{"reason above", m(func(in *MergeWalInput) { in.TriggerReason = strings.Repeat("x", MaxTriggerReasonBytes+1) }), "trigger_reason"},
 		{"reason control character", m(func(in *MergeWalInput) { in.TriggerReason = "a\x1b[2Jb" }), "trigger_reason"},
 		{"reason not UTF-8", m(func(in *MergeWalInput) { in.TriggerReason = "a\xffb" }), "trigger_reason"},
-		{"shards per commit floor", m(func(in *MergeWalInput) { in.MaxShardsPerCommit = 1 }), ""},
-		{"shards per commit below", m(func(in *MergeWalInput) { in.MaxShardsPerCommit = -1 }), "max_shards_per_commit"},
-		{"shards per commit ceiling", m(func(in *MergeWalInput) { in.MaxShardsPerCommit = MaxRoundShards }), ""},
-		{"shards per commit above", m(func(in *MergeWalInput) { in.MaxShardsPerCommit = MaxRoundShards + 1 }), "max_shards_per_commit"},
-		{"fairness weight floor", m(func(in *MergeWalInput) { in.FairnessWeight = MinFairnessWeight }), ""},
-		{"fairness weight below", m(func(in *MergeWalInput) { in.FairnessWeight = MinFairnessWeight / 2 }), "fairness_weight"},
 		{"fairness weight negative", m(func(in *MergeWalInput) { in.FairnessWeight = -1 }), "fairness_weight"},
-		{"fairness weight ceiling", m(func(in *MergeWalInput) { in.FairnessWeight = MaxFairnessWeight }), ""},
-		{"fairness weight above", m(func(in *MergeWalInput) { in.FairnessWeight = MaxFairnessWeight + 1 }), "fairness_weight"},
 		{"fairness weight NaN", m(func(in *MergeWalInput) { in.FairnessWeight = math.NaN() }), "fairness_weight"},
 		{"fairness weight +Inf", m(func(in *MergeWalInput) { in.FairnessWeight = math.Inf(1) }), "fairness_weight"},
 		{"fairness weight -Inf", m(func(in *MergeWalInput) { in.FairnessWeight = math.Inf(-1) }), "fairness_weight"},
 		{"fairness weight huge", m(func(in *MergeWalInput) { in.FairnessWeight = math.MaxFloat64 }), "fairness_weight"},
 		{"fairness weight tiny", m(func(in *MergeWalInput) { in.FairnessWeight = math.SmallestNonzeroFloat64 }), "fairness_weight"},
 		{"urgent", m(func(in *MergeWalInput) { in.Urgent = true }), ""},
-	})
+	},
+		limits("generations", "max_generations", m, func(in *MergeWalInput, v int) { in.MaxGenerations = new(v) }, 1, -1, MaxMergeGenerations),
+		limits("bytes", "max_bytes", m, func(in *MergeWalInput, v int64) { in.MaxBytes = new(v) }, MinMergeBytes, MinMergeBytes-1, MaxMergeBytes),
+		limits("prepare concurrency", "prepare_concurrency", m, func(in *MergeWalInput, v int) { in.PrepareConcurrency = v }, 1, -1, MaxPrepareConcurrency),
+		limits("passes", "max_passes", m, func(in *MergeWalInput, v int) { in.MaxPasses = v }, 1, -1, MaxMergeMaxPasses),
+		limits("schedule-to-start", "schedule_to_start_timeout", m, func(in *MergeWalInput, v time.Duration) { in.ScheduleToStartTimeout = v },
+			MinScheduleToStartTimeout, MinScheduleToStartTimeout-1, MaxScheduleToStartTimeout),
+		limits("slot wait", "slot_wait_threshold", m, func(in *MergeWalInput, v time.Duration) { in.SlotWaitThreshold = v },
+			MinSlotWaitThreshold, MinSlotWaitThreshold-1, MaxSlotWaitThreshold),
+		limits("prepare timeout", "prepare_timeout", m, func(in *MergeWalInput, v time.Duration) { in.PrepareTimeout = v },
+			MinPrepareTimeout, MinPrepareTimeout-1, MaxPrepareTimeout),
+		limits("passes per run", "passes_per_run", m, func(in *MergeWalInput, v int) { in.PassesPerWorkflowRun = v }, 1, -1, MaxPassesPerWorkflowRun),
+		limits("shards per commit", "max_shards_per_commit", m, func(in *MergeWalInput, v int) { in.MaxShardsPerCommit = v }, 1, -1, MaxRoundShards),
+		limits("fairness weight", "fairness_weight", m, func(in *MergeWalInput, v float64) { in.FairnessWeight = v },
+			MinFairnessWeight, MinFairnessWeight/2, MaxFairnessWeight),
+	)
 	for _, trig := range Triggers {
 		require.NoError(t, m(func(in *MergeWalInput) { in.Trigger = trig }).Validate(), trig)
 	}
@@ -157,58 +149,29 @@ func TestMergeWalTickInputBounds(t *testing.T) {
 }
 
 func TestCompactBaseInputBounds(t *testing.T) {
-	c := func(mod func(*CompactBaseInput)) CompactBaseInput {
-		in := CompactBaseInput{Target: "generic:gs"}
-		mod(&in)
-		return in
-	}
+	c := changed(CompactBaseInput{Target: "generic:gs"})
 	requireBounds(t, []boundCase{
 		{"defaults", c(func(*CompactBaseInput) {}), ""},
 		{"target missing", c(func(in *CompactBaseInput) { in.Target = "" }), "target"},
 		{"every run", c(func(in *CompactBaseInput) { in.MaxRuns = CompactEveryRun }), ""},
-		{"runs floor", c(func(in *CompactBaseInput) { in.MaxRuns = 2 }), ""},
 		{"one run", c(func(in *CompactBaseInput) { in.MaxRuns = 1 }), "max_runs"},
-		{"runs below", c(func(in *CompactBaseInput) { in.MaxRuns = -2 }), "max_runs"},
-		{"runs ceiling", c(func(in *CompactBaseInput) { in.MaxRuns = MaxCompactRuns }), ""},
-		{"runs above", c(func(in *CompactBaseInput) { in.MaxRuns = MaxCompactRuns + 1 }), "max_runs"},
-		{"bytes floor", c(func(in *CompactBaseInput) { in.MaxBytes = MinCompactBytes }), ""},
-		{"bytes below", c(func(in *CompactBaseInput) { in.MaxBytes = MinCompactBytes - 1 }), "max_bytes"},
 		{"bytes negative", c(func(in *CompactBaseInput) { in.MaxBytes = -1 }), "max_bytes"},
-		{"bytes ceiling", c(func(in *CompactBaseInput) { in.MaxBytes = MaxCompactBytes }), ""},
-		{"bytes above", c(func(in *CompactBaseInput) { in.MaxBytes = MaxCompactBytes + 1 }), "max_bytes"},
-		{"passes floor", c(func(in *CompactBaseInput) { in.MaxPasses = 1 }), ""},
-		{"passes below", c(func(in *CompactBaseInput) { in.MaxPasses = -1 }), "max_passes"},
-		{"passes ceiling", c(func(in *CompactBaseInput) { in.MaxPasses = MaxCompactMaxPasses }), ""},
-		{"passes above", c(func(in *CompactBaseInput) { in.MaxPasses = MaxCompactMaxPasses + 1 }), "max_passes"},
-		{"target runs floor", c(func(in *CompactBaseInput) { in.TargetRuns = 1 }), ""},
-		{"target runs below", c(func(in *CompactBaseInput) { in.TargetRuns = -1 }), "target_runs"},
-		{"target runs ceiling", c(func(in *CompactBaseInput) { in.TargetRuns = MaxCompactRuns }), ""},
-		{"target runs above", c(func(in *CompactBaseInput) { in.TargetRuns = MaxCompactRuns + 1 }), "target_runs"},
 		{"trigger", c(func(in *CompactBaseInput) { in.Trigger = TriggerSweepRuns }), ""},
 		{"trigger unknown value", c(func(in *CompactBaseInput) { in.Trigger = "nightly" }), "trigger"},
 		{"reason above", c(func(in *CompactBaseInput) { in.TriggerReason = strings.Repeat("x", MaxTriggerReasonBytes+1) }), "trigger_reason"},
-	})
-}
-
-func sweepIn(mod func(*MaintenanceSweepInput)) MaintenanceSweepInput {
-	var in MaintenanceSweepInput
-	mod(&in)
-	return in
+	},
+		limits("runs", "max_runs", c, func(in *CompactBaseInput, v int) { in.MaxRuns = v }, 2, -2, MaxCompactRuns),
+		limits("bytes", "max_bytes", c, func(in *CompactBaseInput, v int64) { in.MaxBytes = v }, MinCompactBytes, MinCompactBytes-1, MaxCompactBytes),
+		limits("passes", "max_passes", c, func(in *CompactBaseInput, v int) { in.MaxPasses = v }, 1, -1, MaxCompactMaxPasses),
+		limits("target runs", "target_runs", c, func(in *CompactBaseInput, v int) { in.TargetRuns = v }, 1, -1, MaxCompactRuns),
+	)
 }
 
 func TestMaintenanceSweepInputBounds(t *testing.T) {
-	s := sweepIn
+	s := changed(MaintenanceSweepInput{})
 	requireBounds(t, []boundCase{
 		{"defaults", s(func(*MaintenanceSweepInput) {}), ""},
-		{"min generations floor", s(func(in *MaintenanceSweepInput) { in.MergeMinGenerations = 1 }), ""},
-		{"min generations below", s(func(in *MaintenanceSweepInput) { in.MergeMinGenerations = -1 }), "merge_min_generations"},
-		{"min generations ceiling", s(func(in *MaintenanceSweepInput) { in.MergeMinGenerations = MaxSweepMergeMinGenerations }), ""},
-		{"min generations above", s(func(in *MaintenanceSweepInput) { in.MergeMinGenerations = MaxSweepMergeMinGenerations + 1 }), "merge_min_generations"},
 		{"pending age off", s(func(in *MaintenanceSweepInput) { in.MaxPendingAge = -1 }), ""},
-		{"pending age floor", s(func(in *MaintenanceSweepInput) { in.MaxPendingAge = MinSweepMaxPendingAge }), ""},
-		{"pending age below", s(func(in *MaintenanceSweepInput) { in.MaxPendingAge = MinSweepMaxPendingAge - 1 }), "max_pending_age"},
-		{"pending age ceiling", s(func(in *MaintenanceSweepInput) { in.MaxPendingAge = MaxSweepMaxPendingAge }), ""},
-		{"pending age above", s(func(in *MaintenanceSweepInput) { in.MaxPendingAge = MaxSweepMaxPendingAge + 1 }), "max_pending_age"},
 		{"compact off", s(func(in *MaintenanceSweepInput) { in.CompactMinRuns = -1 }), ""},
 		{"compact floor", s(func(in *MaintenanceSweepInput) { in.CompactMinRuns = 1 }), ""},
 		{"compact ceiling", s(func(in *MaintenanceSweepInput) { in.CompactMinRuns = MaxSweepCompactMinRuns }), ""},
@@ -218,48 +181,37 @@ func TestMaintenanceSweepInputBounds(t *testing.T) {
 		{"max starts within the history bound", s(func(in *MaintenanceSweepInput) { in.MaxStarts, in.StartBatch = 39_000, MaxStartBatch }), ""},
 		{"max starts past the history bound", s(func(in *MaintenanceSweepInput) { in.MaxStarts, in.StartBatch = MaxSweepStarts, MaxStartBatch }), "max_starts"},
 		{"max starts above", s(func(in *MaintenanceSweepInput) { in.MaxStarts = MaxSweepStarts + 1 }), "max_starts"},
-		{"concurrency floor", s(func(in *MaintenanceSweepInput) { in.Concurrency = 1 }), ""},
-		{"concurrency below", s(func(in *MaintenanceSweepInput) { in.Concurrency = -1 }), "concurrency"},
-		{"concurrency ceiling", s(func(in *MaintenanceSweepInput) { in.Concurrency = MaxSweepConcurrency }), ""},
-		{"concurrency above", s(func(in *MaintenanceSweepInput) { in.Concurrency = MaxSweepConcurrency + 1 }), "concurrency"},
 		{"start batch floor", s(func(in *MaintenanceSweepInput) { in.StartBatch, in.MaxStarts = 1, 100 }), ""},
 		{"start batch below", s(func(in *MaintenanceSweepInput) { in.StartBatch = -1 }), "start_batch"},
 		{"start batch ceiling", s(func(in *MaintenanceSweepInput) { in.StartBatch = MaxStartBatch }), ""},
 		{"start batch above", s(func(in *MaintenanceSweepInput) { in.StartBatch = MaxStartBatch + 1 }), "start_batch"},
 		{"spacing off", s(func(in *MaintenanceSweepInput) { in.StartSpacing = -1 }), ""},
-		{"spacing floor", s(func(in *MaintenanceSweepInput) { in.StartSpacing = MinSweepStartSpacing }), ""},
-		{"spacing below", s(func(in *MaintenanceSweepInput) { in.StartSpacing = MinSweepStartSpacing - 1 }), "start_spacing"},
-		{"spacing ceiling", s(func(in *MaintenanceSweepInput) { in.StartSpacing = MaxSweepStartSpacing }), ""},
-		{"spacing above", s(func(in *MaintenanceSweepInput) { in.StartSpacing = MaxSweepStartSpacing + 1 }), "start_spacing"},
 		// One batch per start: 10,000 starts would pass the history bound.
 		{"demand batch of one", s(func(in *MaintenanceSweepInput) { in.StartBatch = 1 }), "max_starts"},
-	})
+	},
+		limits("min generations", "merge_min_generations", s, func(in *MaintenanceSweepInput, v int) { in.MergeMinGenerations = v },
+			1, -1, MaxSweepMergeMinGenerations),
+		limits("pending age", "max_pending_age", s, func(in *MaintenanceSweepInput, v time.Duration) { in.MaxPendingAge = v },
+			MinSweepMaxPendingAge, MinSweepMaxPendingAge-1, MaxSweepMaxPendingAge),
+		limits("concurrency", "concurrency", s, func(in *MaintenanceSweepInput, v int) { in.Concurrency = v }, 1, -1, MaxSweepConcurrency),
+		limits("spacing", "start_spacing", s, func(in *MaintenanceSweepInput, v time.Duration) { in.StartSpacing = v },
+			MinSweepStartSpacing, MinSweepStartSpacing-1, MaxSweepStartSpacing),
+	)
 }
 
 func TestSweepWindowInputBounds(t *testing.T) {
-	w := func(mod func(*SweepWindowInput)) SweepWindowInput {
-		var in SweepWindowInput
-		mod(&in)
-		return in
-	}
+	w := changed(SweepWindowInput{})
 	requireBounds(t, []boundCase{
 		{"defaults", w(func(*SweepWindowInput) {}), ""},
-		{"interval floor", w(func(in *SweepWindowInput) { in.Interval = MinSweepInterval }), ""},
-		{"interval below", w(func(in *SweepWindowInput) { in.Interval = 1 }), "interval"},
 		{"interval negative", w(func(in *SweepWindowInput) { in.Interval = -time.Minute }), "interval"},
-		{"interval ceiling", w(func(in *SweepWindowInput) { in.Interval = MaxSweepInterval }), ""},
-		{"interval above", w(func(in *SweepWindowInput) { in.Interval = MaxSweepInterval + 1 }), "interval"},
-		{"window floor", w(func(in *SweepWindowInput) { in.Window = MinSweepWindow }), ""},
-		{"window below", w(func(in *SweepWindowInput) { in.Window = MinSweepWindow - 1 }), "window"},
-		{"window ceiling", w(func(in *SweepWindowInput) { in.Window = MaxSweepWindow }), ""},
-		{"window above", w(func(in *SweepWindowInput) { in.Window = MaxSweepWindow + 1 }), "window"},
-		{"budget floor", w(func(in *SweepWindowInput) { in.EventBudget = MinSweepEventBudget }), ""},
-		{"budget below", w(func(in *SweepWindowInput) { in.EventBudget = MinSweepEventBudget - 1 }), "event_budget"},
 		{"budget negative", w(func(in *SweepWindowInput) { in.EventBudget = -1 }), "event_budget"},
-		{"budget ceiling", w(func(in *SweepWindowInput) { in.EventBudget = MaxSweepEventBudget }), ""},
-		{"budget above", w(func(in *SweepWindowInput) { in.EventBudget = MaxSweepEventBudget + 1 }), "event_budget"},
 		{"sweep field", w(func(in *SweepWindowInput) { in.Sweep.Concurrency = MaxSweepConcurrency + 1 }), "sweep.concurrency"},
-	})
+	},
+		limits("interval", "interval", w, func(in *SweepWindowInput, v time.Duration) { in.Interval = v }, MinSweepInterval, 1, MaxSweepInterval),
+		limits("window", "window", w, func(in *SweepWindowInput, v time.Duration) { in.Window = v }, MinSweepWindow, MinSweepWindow-1, MaxSweepWindow),
+		limits("budget", "event_budget", w, func(in *SweepWindowInput, v int) { in.EventBudget = v },
+			MinSweepEventBudget, MinSweepEventBudget-1, MaxSweepEventBudget),
+	)
 	// The message the contract quotes.
 	err := SweepWindowInput{Interval: 1}.Validate()
 	require.EqualError(t, err, "invalid input: interval: 1ns is below the floor 1s")
@@ -308,25 +260,9 @@ func TestSweepWindowCarryBounds(t *testing.T) {
 }
 
 func TestReconcileDemandInputBounds(t *testing.T) {
-	r := func(mod func(*ReconcileDemandInput)) ReconcileDemandInput {
-		var in ReconcileDemandInput
-		mod(&in)
-		return in
-	}
+	r := changed(ReconcileDemandInput{})
 	requireBounds(t, []boundCase{
 		{"defaults", r(func(*ReconcileDemandInput) {}), ""},
-		{"page floor", r(func(in *ReconcileDemandInput) { in.PageSize = MinReconcilePage }), ""},
-		{"page below", r(func(in *ReconcileDemandInput) { in.PageSize = MinReconcilePage - 1 }), "page_size"},
-		{"page ceiling", r(func(in *ReconcileDemandInput) { in.PageSize = MaxReconcilePage }), ""},
-		{"page above", r(func(in *ReconcileDemandInput) { in.PageSize = MaxReconcilePage + 1 }), "page_size"},
-		{"concurrency floor", r(func(in *ReconcileDemandInput) { in.Concurrency = 1 }), ""},
-		{"concurrency below", r(func(in *ReconcileDemandInput) { in.Concurrency = -1 }), "concurrency"},
-		{"concurrency ceiling", r(func(in *ReconcileDemandInput) { in.Concurrency = MaxStoreConcurrency }), ""},
-		{"concurrency above", r(func(in *ReconcileDemandInput) { in.Concurrency = MaxStoreConcurrency + 1 }), "concurrency"},
-		{"pages per run floor", r(func(in *ReconcileDemandInput) { in.PagesPerRun = 1 }), ""},
-		{"pages per run below", r(func(in *ReconcileDemandInput) { in.PagesPerRun = -1 }), "pages_per_run"},
-		{"pages per run ceiling", r(func(in *ReconcileDemandInput) { in.PagesPerRun = MaxReconcilePagesPerRun }), ""},
-		{"pages per run above", r(func(in *ReconcileDemandInput) { in.PagesPerRun = MaxReconcilePagesPerRun + 1 }), "pages_per_run"},
 		{"cursor done", r(func(in *ReconcileDemandInput) { in.Cursor.KindIndex = len(target.Kinds) }), ""},
 		{"cursor below", r(func(in *ReconcileDemandInput) { in.Cursor.KindIndex = -1 }), "cursor.kind_index"},
 		{"cursor above", r(func(in *ReconcileDemandInput) { in.Cursor.KindIndex = len(target.Kinds) + 1 }), "cursor.kind_index"},
@@ -340,7 +276,11 @@ func TestReconcileDemandInputBounds(t *testing.T) {
 		{"problem error too long", r(func(in *ReconcileDemandInput) {
 			in.Problems = []StoreProblem{{Target: "generic:x", Error: strings.Repeat("e", maxCarriedErrorBytes+1)}}
 		}), "problems[0].error"},
-	})
+	},
+		limits("page", "page_size", r, func(in *ReconcileDemandInput, v int) { in.PageSize = v }, MinReconcilePage, MinReconcilePage-1, MaxReconcilePage),
+		limits("concurrency", "concurrency", r, func(in *ReconcileDemandInput, v int) { in.Concurrency = v }, 1, -1, MaxStoreConcurrency),
+		limits("pages per run", "pages_per_run", r, func(in *ReconcileDemandInput, v int) { in.PagesPerRun = v }, 1, -1, MaxReconcilePagesPerRun),
+	)
 }
 
 func TestReconcileDemandCarriedField(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
@@ -260,6 +261,17 @@ func appErrType(err error) (string, bool) {
 		return appErr.Type(), appErr.NonRetryable()
 	}
 	return "", false
+}
+
+// requireNonRetryable requires env's workflow to have failed non-retryably with an
+// application error of type typ, and returns that error.
+func requireNonRetryable(t *testing.T, env *testsuite.TestWorkflowEnvironment, typ string) *temporal.ApplicationError {
+	t.Helper()
+	var appErr *temporal.ApplicationError
+	require.ErrorAs(t, env.GetWorkflowError(), &appErr)
+	require.Equal(t, typ, appErr.Type())
+	require.True(t, appErr.NonRetryable())
+	return appErr
 }
 
 func mergeResult(t *testing.T, env *testsuite.TestWorkflowEnvironment) contract.MergeWalResult {

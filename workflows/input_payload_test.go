@@ -66,10 +66,7 @@ func TestEveryWorkflowRefusesAPayloadThatIsNotOneJSONObject(t *testing.T) {
 				env.SetOnLocalActivityStartedListener(func(*activity.Info, context.Context, []any) { locals++ })
 				env.ExecuteWorkflow(wf, c.args(valid)...)
 				require.True(t, env.IsWorkflowCompleted())
-				var appErr *temporal.ApplicationError
-				require.ErrorAs(t, env.GetWorkflowError(), &appErr)
-				require.Equal(t, contract.ErrTypeInvalidInput, appErr.Type())
-				require.True(t, appErr.NonRetryable())
+				appErr := requireNonRetryable(t, env, contract.ErrTypeInvalidInput)
 				want := "invalid input: input: " + c.problem
 				require.True(t, strings.HasPrefix(appErr.Message(), want), "got %q, want %q", appErr.Message(), want)
 				require.Empty(t, started.started, "no activity runs for a refused input")

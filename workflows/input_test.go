@@ -42,10 +42,7 @@ func requireRefused(t *testing.T, wf any, cases []badInput) {
 			}
 			env.ExecuteWorkflow(wf, c.in)
 			require.True(t, env.IsWorkflowCompleted())
-			var appErr *temporal.ApplicationError
-			require.ErrorAs(t, env.GetWorkflowError(), &appErr)
-			require.Equal(t, contract.ErrTypeInvalidInput, appErr.Type())
-			require.True(t, appErr.NonRetryable())
+			appErr := requireNonRetryable(t, env, contract.ErrTypeInvalidInput)
 			require.True(t, strings.HasPrefix(appErr.Message(), "invalid input: "+c.field+": "), "got %q, want field %s", appErr.Message(), c.field)
 			require.Empty(t, started.started, "no activity runs for a refused input")
 			require.Zero(t, locals, "no local activity runs for a refused input")
@@ -132,10 +129,7 @@ func TestMergeWalAndCompactBaseRefuseAnotherStoresID(t *testing.T) {
 			mockTable(env, f)
 			env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: c.id})
 			c.run(env)
-			var appErr *temporal.ApplicationError
-			require.ErrorAs(t, env.GetWorkflowError(), &appErr)
-			require.Equal(t, contract.ErrTypeInvalidInput, appErr.Type())
-			require.True(t, appErr.NonRetryable())
+			appErr := requireNonRetryable(t, env, contract.ErrTypeInvalidInput)
 			require.True(t, strings.HasPrefix(appErr.Message(), "invalid input: target: "), appErr.Message())
 			require.Contains(t, appErr.Message(), c.id)
 			require.Empty(t, f.calls(&f.prepares))

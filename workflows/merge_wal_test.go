@@ -685,10 +685,7 @@ func TestMergeWalMissingStoreFailsWithOneLine(t *testing.T) {
 	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:nope"})
 	err = env.GetWorkflowError()
 	require.Error(t, err)
-	var appErr *temporal.ApplicationError
-	require.True(t, errors.As(err, &appErr))
-	require.Equal(t, contract.ErrTypeStoreNotFound, appErr.Type())
-	require.True(t, appErr.NonRetryable())
+	appErr := requireNonRetryable(t, env, contract.ErrTypeStoreNotFound)
 	require.Equal(t, line, appErr.Message())
 	require.True(t, strings.HasPrefix(line, "store generic:nope does not exist; create it with: curl -XPOST "), line)
 	var actErr *temporal.ActivityError

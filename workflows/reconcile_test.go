@@ -145,10 +145,7 @@ func TestReconcileDemandFailsLoudly(t *testing.T) {
 		return contract.ReconcilePageResult{}, errors.New("list _registry/generic/: access denied")
 	})
 	env.ExecuteWorkflow(ReconcileDemand, contract.ReconcileDemandInput{})
-	var appErr *temporal.ApplicationError
-	require.ErrorAs(t, env.GetWorkflowError(), &appErr)
-	require.Equal(t, contract.ErrTypeReconcileFailed, appErr.Type())
-	require.True(t, appErr.NonRetryable())
+	appErr := requireNonRetryable(t, env, contract.ErrTypeReconcileFailed)
 	require.Contains(t, appErr.Error(), string(target.Kinds[0]))
 	require.Equal(t, 5, attempts)
 

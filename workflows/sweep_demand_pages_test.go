@@ -275,10 +275,7 @@ func TestPagedSweepFailingPageFailsLoudly(t *testing.T) {
 	roll := x.fill("rollout", 20)
 	x.failAt["generic"] = 2
 	env, starter, _ := runPaged(t, x, contract.MaintenanceSweepInput{})
-	var appErr *temporal.ApplicationError
-	require.ErrorAs(t, env.GetWorkflowError(), &appErr)
-	require.Equal(t, contract.ErrTypeSweepListFailed, appErr.Type())
-	require.True(t, appErr.NonRetryable())
+	appErr := requireNonRetryable(t, env, contract.ErrTypeSweepListFailed)
 	require.Contains(t, appErr.Error(), "generic")
 	require.Len(t, x.paramsOf("generic"), 1+5, "the first page, then the second page's 5 attempts")
 	require.Equal(t, namesOf(gen[:1000]), targetsOf(starter.requests, "generic"), "the first page's starts went out")

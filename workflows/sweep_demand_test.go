@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/walkeeper/walkeeper/contract"
 )
@@ -120,11 +119,7 @@ func TestDemandSweepFailsLoudlyWhenAListingFails(t *testing.T) {
 		return nil
 	}).Maybe()
 	env.ExecuteWorkflow(MaintenanceSweep, contract.MaintenanceSweepInput{})
-	err := env.GetWorkflowError()
-	var appErr *temporal.ApplicationError
-	require.ErrorAs(t, err, &appErr)
-	require.Equal(t, contract.ErrTypeSweepListFailed, appErr.Type())
-	require.True(t, appErr.NonRetryable())
+	appErr := requireNonRetryable(t, env, contract.ErrTypeSweepListFailed)
 	require.Contains(t, appErr.Error(), "rollout")
 	require.Equal(t, 5, attempts, "bounded retries, then the failure")
 	require.Len(t, starter.requests, 1, "the kinds that listed were still served")

@@ -29,10 +29,7 @@ func TestCompactBaseLoopsUntilFewRunsLeft(t *testing.T) {
 			RowsIn: 10, RowsOut: 8, RunsLeft: runs, Committed: true}, nil
 	})
 	env.ExecuteWorkflow(CompactBase, contract.CompactBaseInput{Target: "generic:gs", MaxRuns: 16})
-	require.True(t, env.IsWorkflowCompleted())
-	require.NoError(t, env.GetWorkflowError())
-	var res contract.CompactBaseResult
-	require.NoError(t, env.GetWorkflowResult(&res))
+	res := resultOf[contract.CompactBaseResult](t, env)
 	// 40 -> 25 -> 10 -> 1
 	require.Equal(t, 3, res.Passes)
 	require.Equal(t, 3, res.Committed)
@@ -47,8 +44,7 @@ func TestCompactBaseStopsAtMaxPasses(t *testing.T) {
 	env := newEnv(t)
 	env.OnActivity(contract.CompactBaseActivity, anyCtx, anyArg).Return(contract.CompactPassResult{InputRuns: 16, RunsLeft: 500, Committed: true}, nil)
 	env.ExecuteWorkflow(CompactBase, contract.CompactBaseInput{Target: "generic:gs", MaxPasses: 2})
-	var res contract.CompactBaseResult
-	require.NoError(t, env.GetWorkflowResult(&res))
+	res := resultOf[contract.CompactBaseResult](t, env)
 	require.Equal(t, 2, res.Passes)
 	require.Equal(t, 500, res.RunsLeft)
 }
@@ -57,8 +53,7 @@ func TestCompactBaseGivesUpAfterIdlePasses(t *testing.T) {
 	env := newEnv(t)
 	env.OnActivity(contract.CompactBaseActivity, anyCtx, anyArg).Return(contract.CompactPassResult{InputRuns: 16, RunsLeft: 50}, nil)
 	env.ExecuteWorkflow(CompactBase, contract.CompactBaseInput{Target: "generic:gs"})
-	var res contract.CompactBaseResult
-	require.NoError(t, env.GetWorkflowResult(&res))
+	res := resultOf[contract.CompactBaseResult](t, env)
 	require.Equal(t, compactMaxIdlePasses, res.Passes)
 	require.Zero(t, res.Committed)
 }
@@ -67,8 +62,7 @@ func TestCompactBaseNothingToDo(t *testing.T) {
 	env := newEnv(t)
 	env.OnActivity(contract.CompactBaseActivity, anyCtx, anyArg).Return(contract.CompactPassResult{RunsLeft: 1}, nil).Once()
 	env.ExecuteWorkflow(CompactBase, contract.CompactBaseInput{Target: "generic:gs"})
-	var res contract.CompactBaseResult
-	require.NoError(t, env.GetWorkflowResult(&res))
+	res := resultOf[contract.CompactBaseResult](t, env)
 	require.Equal(t, 1, res.Passes)
 }
 

@@ -274,19 +274,19 @@ func requireNonRetryable(t *testing.T, env *testsuite.TestWorkflowEnvironment, t
 	return appErr
 }
 
+// resultOf requires env's workflow to have completed without error and returns its result.
+func resultOf[R any](t *testing.T, env *testsuite.TestWorkflowEnvironment) R {
+	t.Helper()
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	var res R
+	require.NoError(t, env.GetWorkflowResult(&res))
+	return res
+}
+
 func mergeResult(t *testing.T, env *testsuite.TestWorkflowEnvironment) contract.MergeWalResult {
 	t.Helper()
-	if !env.IsWorkflowCompleted() {
-		t.Fatal("workflow did not complete")
-	}
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatalf("workflow failed: %v", err)
-	}
-	var res contract.MergeWalResult
-	if err := env.GetWorkflowResult(&res); err != nil {
-		t.Fatal(err)
-	}
-	return res
+	return resultOf[contract.MergeWalResult](t, env)
 }
 
 func shardResult(t *testing.T, res contract.MergeWalResult, shard string) contract.ShardMergeResult {

@@ -243,9 +243,7 @@ func TestCompactBaseRunsAtTheBounds(t *testing.T) {
 	env.OnActivity(contract.CompactBaseActivity, anyCtx, anyArg).Return(contract.CompactPassResult{InputRuns: 8, RunsLeft: 1, Committed: true}, nil)
 	env.ExecuteWorkflow(CompactBase, contract.CompactBaseInput{Target: "generic:gs", MaxRuns: contract.CompactEveryRun,
 		MaxBytes: contract.MinCompactBytes, MaxPasses: 1, TargetRuns: contract.MaxCompactRuns, Trigger: contract.TriggerSweepRuns})
-	require.NoError(t, env.GetWorkflowError())
-	var res contract.CompactBaseResult
-	require.NoError(t, env.GetWorkflowResult(&res))
+	res := resultOf[contract.CompactBaseResult](t, env)
 	require.Equal(t, 1, res.Committed)
 }
 
@@ -334,9 +332,7 @@ func TestSweepWindowRunsAtTheBounds(t *testing.T) {
 	env := newWindowEnv(t, &windowFleet{}, &fakeStarter{}, &recorded)
 	env.ExecuteWorkflow(SweepWindow, contract.SweepWindowInput{Interval: contract.MinSweepInterval, Window: 3 * time.Second,
 		EventBudget: contract.MaxSweepEventBudget})
-	require.NoError(t, env.GetWorkflowError())
-	var res contract.SweepWindowResult
-	require.NoError(t, env.GetWorkflowResult(&res))
+	res := resultOf[contract.SweepWindowResult](t, env)
 	require.Equal(t, contract.SweepWindowTotals{Rounds: 3, IdleRounds: 3}, res.Totals)
 }
 
@@ -373,9 +369,7 @@ func TestReconcileDemandRunsAtTheBounds(t *testing.T) {
 	env.OnActivity(contract.ReconcilePageActivity, anyCtx, anyArg).Return(reg.page)
 	env.ExecuteWorkflow(ReconcileDemand, contract.ReconcileDemandInput{PageSize: contract.MinReconcilePage,
 		Concurrency: contract.MaxStoreConcurrency, PagesPerRun: contract.MaxReconcilePagesPerRun})
-	require.NoError(t, env.GetWorkflowError())
-	var res contract.ReconcileDemandResult
-	require.NoError(t, env.GetWorkflowResult(&res))
+	res := resultOf[contract.ReconcileDemandResult](t, env)
 	require.Equal(t, 3, res.Totals.Pages, "one page per kind")
 	for _, c := range reg.calls {
 		require.Equal(t, contract.MaxStoreConcurrency, c.Concurrency)

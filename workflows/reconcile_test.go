@@ -66,8 +66,7 @@ func TestReconcileDemandPagesAndContinuesAsNew(t *testing.T) {
 			continue
 		}
 		require.NoError(t, err)
-		var res contract.ReconcileDemandResult
-		require.NoError(t, env.GetWorkflowResult(&res))
+		res := resultOf[contract.ReconcileDemandResult](t, env)
 		// 25 stores in pages of 10 = 3 pages per kind.
 		require.Equal(t, 3*len(target.Kinds), res.Totals.Pages)
 		require.Equal(t, 25*len(target.Kinds), res.Totals.Stores)
@@ -102,9 +101,7 @@ func TestReconcileDemandCapsItsProblems(t *testing.T) {
 		return res, nil
 	})
 	env.ExecuteWorkflow(ReconcileDemand, contract.ReconcileDemandInput{})
-	require.NoError(t, env.GetWorkflowError())
-	var res contract.ReconcileDemandResult
-	require.NoError(t, env.GetWorkflowResult(&res))
+	res := resultOf[contract.ReconcileDemandResult](t, env)
 	require.Equal(t, 30*len(target.Kinds), res.Totals.Unreadable)
 	require.Len(t, res.Problems, contract.MaxReconcileUnreadable)
 	k0, k1 := target.Kinds[0], target.Kinds[1]

@@ -37,10 +37,7 @@ func TestCompactBaseStopsHalfWayThroughItsRunTimeout(t *testing.T) {
 	env.OnActivity(contract.CompactBaseActivity, anyCtx, anyArg).After(3*time.Minute).
 		Return(contract.CompactPassResult{InputRuns: 16, RunsLeft: 500, Committed: true}, nil)
 	env.ExecuteWorkflow(CompactBase, contract.CompactBaseInput{Target: "generic:gs"})
-	require.True(t, env.IsWorkflowCompleted())
-	require.NoError(t, env.GetWorkflowError())
-	var res contract.CompactBaseResult
-	require.NoError(t, env.GetWorkflowResult(&res))
+	res := resultOf[contract.CompactBaseResult](t, env)
 	require.Equal(t, 2, res.Passes, "the pass that crossed 5 minutes is the last")
 	require.Equal(t, 500, res.RunsLeft)
 }

@@ -162,9 +162,7 @@ func TestPagedSweepFollowsDebtOrderAcrossPages(t *testing.T) {
 	all := x.fill("generic", 2500)
 	x.below["generic"] = 7
 	env, starter, _ := runPaged(t, x, contract.MaintenanceSweepInput{MaxStarts: 2200})
-	require.NoError(t, env.GetWorkflowError())
-	var res contract.MaintenanceSweepResult
-	require.NoError(t, env.GetWorkflowResult(&res))
+	res := resultOf[contract.MaintenanceSweepResult](t, env)
 
 	ps := x.paramsOf("generic")
 	require.Len(t, ps, 3)
@@ -198,9 +196,7 @@ func TestPagedSweepMaxStartsAcrossPagesAndKinds(t *testing.T) {
 	gen := x.fill("generic", 1500)
 	roll := x.fill("rollout", 800)
 	env, starter, _ := runPaged(t, x, contract.MaintenanceSweepInput{MaxStarts: 2000})
-	require.NoError(t, env.GetWorkflowError())
-	var res contract.MaintenanceSweepResult
-	require.NoError(t, env.GetWorkflowResult(&res))
+	res := resultOf[contract.MaintenanceSweepResult](t, env)
 
 	require.Len(t, starter.requests, 2000)
 	seen := map[string]bool{}
@@ -239,9 +235,7 @@ func TestPagedSweepShortPageStops(t *testing.T) {
 		x := newPagedIndex()
 		x.fill("generic", n)
 		env, starter, _ := runPaged(t, x, contract.MaintenanceSweepInput{})
-		require.NoError(t, env.GetWorkflowError())
-		var res contract.MaintenanceSweepResult
-		require.NoError(t, env.GetWorkflowResult(&res))
+		res := resultOf[contract.MaintenanceSweepResult](t, env)
 		want := 1
 		if n == 1000 {
 			want = 2
@@ -337,9 +331,7 @@ func TestSweepResultPayloadBounded(t *testing.T) {
 	}
 	x.kinds["datagen"] = marked
 	env, _, _ := runPaged(t, x, contract.MaintenanceSweepInput{MaxStarts: 10_500, StartBatch: 512, CompactMinRuns: -1})
-	require.NoError(t, env.GetWorkflowError())
-	var res contract.MaintenanceSweepResult
-	require.NoError(t, env.GetWorkflowResult(&res))
+	res := resultOf[contract.MaintenanceSweepResult](t, env)
 	require.Equal(t, 10_500, res.StartedCount())
 	raw, err := json.Marshal(res)
 	require.NoError(t, err)

@@ -54,9 +54,7 @@ func TestDemandSweepStartsCandidatesInDebtOrder(t *testing.T) {
 		ran = append(ran, info.ActivityType.Name)
 	})
 	env.ExecuteWorkflow(MaintenanceSweep, contract.MaintenanceSweepInput{MaxStarts: 10})
-	require.NoError(t, env.GetWorkflowError())
-	var res contract.MaintenanceSweepResult
-	require.NoError(t, env.GetWorkflowResult(&res))
+	res := resultOf[contract.MaintenanceSweepResult](t, env)
 
 	require.Len(t, params, 3)
 	for _, p := range params {

@@ -74,10 +74,7 @@ func runLateBatches(t *testing.T, in contract.MaintenanceSweepInput) ([]time.Dur
 	l := logLaunches(env)
 	in.MaxStarts, in.StartBatch, in.StartSpacing, in.Concurrency = 8, 1, time.Second, 2
 	env.ExecuteWorkflow(MaintenanceSweep, in)
-	require.True(t, env.IsWorkflowCompleted())
-	require.NoError(t, env.GetWorkflowError())
-	var res contract.MaintenanceSweepResult
-	require.NoError(t, env.GetWorkflowResult(&res))
+	res := resultOf[contract.MaintenanceSweepResult](t, env)
 	require.Equal(t, 8, res.StartedCount())
 	at := make([]time.Duration, len(all))
 	for i, s := range all {

@@ -107,9 +107,7 @@ func TestMergeWalTickStartsTheRealMergeWal(t *testing.T) {
 	starter := &fakeStarter{}
 	env.OnActivity(contract.StartWorkflowsActivity, anyCtx, anyArg).Return(starter.start)
 	env.ExecuteWorkflow(MergeWalTick, contract.MergeWalTickInput{Target: "generic:gs"})
-	require.NoError(t, env.GetWorkflowError())
-	var res contract.MergeWalTickResult
-	require.NoError(t, env.GetWorkflowResult(&res))
+	res := resultOf[contract.MergeWalTickResult](t, env)
 	require.Equal(t, "merge-wal/generic/gs", res.WorkflowID)
 	require.Equal(t, "run-generic:gs", res.RunID)
 	require.Equal(t, []contract.StartRequest{{Workflow: contract.MergeWalWorkflow, Target: "generic:gs",

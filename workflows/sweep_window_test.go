@@ -81,10 +81,7 @@ func newWindowEnv(t *testing.T, f *windowFleet, starter *fakeStarter, recorded *
 func runWindow(t *testing.T, env *testsuite.TestWorkflowEnvironment, in contract.SweepWindowInput) contract.SweepWindowResult {
 	t.Helper()
 	env.ExecuteWorkflow(SweepWindow, in)
-	require.NoError(t, env.GetWorkflowError())
-	var res contract.SweepWindowResult
-	require.NoError(t, env.GetWorkflowResult(&res))
-	return res
+	return resultOf[contract.SweepWindowResult](t, env)
 }
 
 // continuedWindow runs a window of in until it continues as new and returns the next run's

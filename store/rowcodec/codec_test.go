@@ -649,14 +649,10 @@ func TestBuildErrors(t *testing.T) {
 	}
 }
 
-// buildRecord makes a record of schema sc with n rows from the given column arrays.
-func recordOf(t *testing.T, fields []arrow.Field, cols []arrow.Array, md *arrow.Metadata) arrow.RecordBatch {
-	t.Helper()
-	rec := array.NewRecordBatch(arrow.NewSchema(fields, md), cols, int64(cols[0].Len()))
-	for _, c := range cols {
-		c.Release()
-	}
-	return rec
+// recordOf makes a record of the given fields from column arrays it holds its own
+// references to, for the caller to release.
+func recordOf(fields []arrow.Field, cols []arrow.Array, md *arrow.Metadata) arrow.RecordBatch {
+	return array.NewRecordBatch(arrow.NewSchema(fields, md), cols, int64(cols[0].Len()))
 }
 
 func TestCheckRecordAndView(t *testing.T) {
@@ -685,19 +681,13 @@ func TestCheckRecordAndView(t *testing.T) {
 	// Same fields, other kind in the metadata.
 	sameFieldsOtherKind := arrow.NewMetadata([]string{MetadataKind}, []string{"generic"})
 	cols := rec.Columns()
-	for _, col := range cols {
-		col.Retain()
-	}
-	other := recordOf(t, c.ArrowSchema().Fields(), cols, &sameFieldsOtherKind)
+	other := recordOf(c.ArrowSchema().Fields(), cols, &sameFieldsOtherKind)
 	defer other.Release()
 	if err := c.CheckRecord(other); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), `kind "generic"`) {
 		t.Errorf("other kind metadata: %v", err)
 	}
 	// No metadata at all is fine (only fields are compared).
-	for _, col := range cols {
-		col.Retain()
-	}
-	plain := recordOf(t, c.ArrowSchema().Fields(), cols, nil)
+	plain := recordOf(c.ArrowSchema().Fields(), cols, nil)
 	defer plain.Release()
 	if err := c.CheckRecord(plain); err != nil {
 		t.Errorf("record without metadata: %v", err)
@@ -710,10 +700,9 @@ func TestCheckRecordAndView(t *testing.T) {
 	var pc []arrow.Array
 	for _, j := range proj {
 		pf = append(pf, c.ArrowSchema().Field(j))
-		cols[j].Retain()
 		pc = append(pc, cols[j])
 	}
-	projected := recordOf(t, pf, pc, nil)
+	projected := recordOf(pf, pc, nil)
 	defer projected.Release()
 	if err := c.CheckRecord(projected); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "column 1") {
 		t.Errorf("projected CheckRecord: %v", err)
@@ -749,10 +738,7 @@ func TestCheckRecordAndView(t *testing.T) {
 		fs[1] = b.field
 		cs := append([]arrow.Array(nil), pc...)
 		cs[1] = b.col
-		for _, col := range cs {
-			col.Retain()
-		}
-		r := recordOf(t, fs, cs, nil)
+		r := recordOf(fs, cs, nil)
 		if _, err := c.View(r); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), b.want) {
 			t.Errorf("%s: View = %v, want ErrCorrupt mentioning %q", b.name, err, b.want)
 		}
@@ -761,10 +747,7 @@ func TestCheckRecordAndView(t *testing.T) {
 	// A null in a non-null system column of a full record.
 	full := append([]arrow.Array(nil), cols...)
 	full[n] = nullSeq
-	for _, col := range full {
-		col.Retain()
-	}
-	nulls := recordOf(t, c.ArrowSchema().Fields(), full, nil)
+	nulls := recordOf(c.ArrowSchema().Fields(), full, nil)
 	defer nulls.Release()
 	if err := c.CheckRecord(nulls); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "nulls") {
 		t.Errorf("null _seq: %v", err)

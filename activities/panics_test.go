@@ -65,10 +65,7 @@ func TestFindingAPanicInAStartGoroutineFailsThatStart(t *testing.T) {
 				panictest.Injected()
 				panic("injected: the client panicked")
 			}
-			run := &mocks.WorkflowRun{}
-			run.On("GetID").Return(o.ID)
-			run.On("GetRunID").Return("run-" + o.ID)
-			return run, nil
+			return startedRun(o.ID, "run-"+o.ID), nil
 		})
 	before := store.RecoveredPanics()
 	res := mustRun[contract.StartWorkflowsResult](t, newActivityEnv(t, &Activities{Client: c}), contract.StartWorkflowsActivity,

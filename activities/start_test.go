@@ -41,10 +41,7 @@ func fakeClient(fail map[string]error) (*mocks.Client, *[]client.StartWorkflowOp
 			if err := fail[o.ID]; err != nil {
 				return nil, err
 			}
-			run := &mocks.WorkflowRun{}
-			run.On("GetID").Return(o.ID)
-			run.On("GetRunID").Return("run-" + o.ID)
-			return run, nil
+			return startedRun(o.ID, "run-"+o.ID), nil
 		}).Maybe()
 	// No merge is running (ScanDemand's visibility listing).
 	c.On("ListWorkflow", mock.Anything, mock.Anything).Return(&workflowservice.ListWorkflowExecutionsResponse{}, nil).Maybe()
@@ -183,10 +180,7 @@ func TestStartWorkflowsPassesParallelPrepareUrgencyAndFairnessWeight(t *testing.
 			mu.Lock()
 			inputs[in.Target], opts[in.Target] = in, o
 			mu.Unlock()
-			run := &mocks.WorkflowRun{}
-			run.On("GetID").Return(o.ID)
-			run.On("GetRunID").Return("run")
-			return run, nil
+			return startedRun(o.ID, "run"), nil
 		})
 	env := newActivityEnv(t, &Activities{Client: c, FairnessWeights: contract.FairnessWeights{"rollout": 3}})
 	mustRun[contract.StartWorkflowsResult](t, env, contract.StartWorkflowsActivity, contract.StartWorkflowsParams{Starts: []contract.StartRequest{
@@ -222,10 +216,7 @@ func TestStartWorkflowsStartsConcurrentlyInOrder(t *testing.T) {
 					}
 					time.Sleep(20 * time.Millisecond) // a frontend round trip
 					inFlight.Add(-1)
-					run := &mocks.WorkflowRun{}
-					run.On("GetID").Return(o.ID)
-					run.On("GetRunID").Return("run-" + o.ID)
-					return run, nil
+					return startedRun(o.ID, "run-"+o.ID), nil
 				})
 			env := newActivityEnv(t, &Activities{Client: c, StartConcurrency: tc.set})
 			var starts []contract.StartRequest
@@ -270,10 +261,7 @@ func TestStartWorkflowsHeartbeatsWhileStartsWait(t *testing.T) {
 	c.On("ExecuteWorkflow", mock.Anything, mock.Anything, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, o client.StartWorkflowOptions, _ any, _ ...any) (client.WorkflowRun, error) {
 			time.Sleep(500 * time.Millisecond) // past the first tick (a third of 600ms)
-			run := &mocks.WorkflowRun{}
-			run.On("GetID").Return(o.ID)
-			run.On("GetRunID").Return("run-" + o.ID)
-			return run, nil
+			return startedRun(o.ID, "run-"+o.ID), nil
 		})
 	a := &Activities{Client: c}
 	env := newTestWorkflowEnv()
@@ -287,4 +275,12 @@ func TestStartWorkflowsHeartbeatsWhileStartsWait(t *testing.T) {
 	})
 	require.NoError(t, env.GetWorkflowError())
 	require.Positive(t, beats.Load(), "no heartbeat while the start waited")
+}
+
+// startedRun is the run a mocked ExecuteWorkflow returns for a start of workflow id.
+func startedRun(id, runID string) client.WorkflowRun {
+	run := &mocks.WorkflowRun{}
+	run.On("GetID").Return(id)
+	run.On("GetRunID").Return(runID)
+	return run
 }

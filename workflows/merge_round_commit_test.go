@@ -165,9 +165,7 @@ func TestMergeWalMaxShardsPerCommitOutOfRangeIsInvalid(t *testing.T) {
 	env := newEnv(t)
 	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:hot", MaxShardsPerCommit: contract.MaxRoundShards + 1})
 	require.True(t, env.IsWorkflowCompleted())
-	typ, nonRetryable := appErrType(env.GetWorkflowError())
-	require.Equal(t, contract.ErrTypeInvalidInput, typ)
-	require.True(t, nonRetryable)
+	requireNonRetryable(t, env, contract.ErrTypeInvalidInput)
 }
 
 func sortedCopy(xs []string) []string {

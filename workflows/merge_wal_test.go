@@ -208,9 +208,7 @@ func TestMergeWalStaleForeverFailsShardPermanently(t *testing.T) {
 
 	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs"})
 	require.True(t, env.IsWorkflowCompleted())
-	typ, nonRetryable := appErrType(env.GetWorkflowError())
-	require.Equal(t, contract.ErrTypeAllShardsFailed, typ)
-	require.True(t, nonRetryable)
+	requireNonRetryable(t, env, contract.ErrTypeAllShardsFailed)
 	require.Len(t, f.calls(&f.aborts), maxStaleRestarts+1, "every stale preparation is aborted")
 }
 
@@ -292,12 +290,7 @@ func TestMergeWalAllShardsFailingPermanentlyFailsTheWorkflow(t *testing.T) {
 
 	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs"})
 	require.True(t, env.IsWorkflowCompleted())
-	err := env.GetWorkflowError()
-	typ, nonRetryable := appErrType(err)
-	require.Equal(t, contract.ErrTypeAllShardsFailed, typ)
-	require.True(t, nonRetryable)
-	var appErr *temporal.ApplicationError
-	require.True(t, errors.As(err, &appErr))
+	appErr := requireNonRetryable(t, env, contract.ErrTypeAllShardsFailed)
 	var res contract.MergeWalResult
 	require.NoError(t, appErr.Details(&res), "the partial result travels with the failure")
 	require.Len(t, res.Shards, 2)
@@ -455,9 +448,7 @@ func TestMergeWalBadTargetFailsFastNonRetryable(t *testing.T) {
 			in := trackInflight(env)
 			env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: target})
 			require.True(t, env.IsWorkflowCompleted())
-			typ, nonRetryable := appErrType(env.GetWorkflowError())
-			require.Equal(t, contract.ErrTypeInvalidInput, typ)
-			require.True(t, nonRetryable)
+			requireNonRetryable(t, env, contract.ErrTypeInvalidInput)
 			require.Empty(t, in.started, "no activity runs for a bad target")
 		})
 	}

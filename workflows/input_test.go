@@ -50,18 +50,21 @@ func requireRefused(t *testing.T, wf any, cases []badInput) {
 	}
 }
 
-func ptr[T any](v T) *T { return &v }
+// changed returns a builder of base with one change made, for a table of inputs.
+func changed[T any](base T) func(mod func(*T)) T {
+	return func(mod func(*T)) T {
+		in := base
+		mod(&in)
+		return in
+	}
+}
 
 func validCarry() *contract.MergeWalCarry {
 	return &contract.MergeWalCarry{WorkflowRuns: 1, Shards: []contract.ShardMergeResult{{Shard: "a", Passes: 1, Reclaimed: 2}}}
 }
 
 func TestMergeWalRefusesEachFieldOutOfBounds(t *testing.T) {
-	in := func(mod func(*contract.MergeWalInput)) contract.MergeWalInput {
-		v := contract.MergeWalInput{Target: "generic:gs"}
-		mod(&v)
-		return v
-	}
+	in := changed(contract.MergeWalInput{Target: "generic:gs"})
 	carry := func(mod func(*contract.MergeWalCarry)) contract.MergeWalInput {
 		c := validCarry()
 		mod(c)
@@ -70,10 +73,10 @@ func TestMergeWalRefusesEachFieldOutOfBounds(t *testing.T) {
 	requireRefused(t, MergeWal, []badInput{
 		{"no target", in(func(v *contract.MergeWalInput) { v.Target = "" }), "target", false},
 		{"bad target", in(func(v *contract.MergeWalInput) { v.Target = "generic:" + strings.Repeat("x", 200) }), "target", false},
-		{"generations below", in(func(v *contract.MergeWalInput) { v.MaxGenerations = ptr(-1) }), "max_generations", false},
-		{"generations above", in(func(v *contract.MergeWalInput) { v.MaxGenerations = ptr(contract.MaxMergeGenerations + 1) }), "max_generations", false},
-		{"bytes below", in(func(v *contract.MergeWalInput) { v.MaxBytes = ptr(int64(1)) }), "max_bytes", false},
-		{"bytes above", in(func(v *contract.MergeWalInput) { v.MaxBytes = ptr(int64(contract.MaxMergeBytes + 1)) }), "max_bytes", false},
+		{"generations below", in(func(v *contract.MergeWalInput) { v.MaxGenerations = new(-1) }), "max_generations", false},
+		{"generations above", in(func(v *contract.MergeWalInput) { v.MaxGenerations = new(contract.MaxMergeGenerations + 1) }), "max_generations", false},
+		{"bytes below", in(func(v *contract.MergeWalInput) { v.MaxBytes = new(int64(1)) }), "max_bytes", false},
+		{"bytes above", in(func(v *contract.MergeWalInput) { v.MaxBytes = new(int64(contract.MaxMergeBytes + 1)) }), "max_bytes", false},
 		{"prepare concurrency below", in(func(v *contract.MergeWalInput) { v.PrepareConcurrency = -1 }), "prepare_concurrency", false},
 		{"prepare concurrency above", in(func(v *contract.MergeWalInput) { v.PrepareConcurrency = contract.MaxPrepareConcurrency + 1 }), "prepare_concurrency", false},
 		{"passes below", in(func(v *contract.MergeWalInput) { v.MaxPasses = -1 }), "max_passes", false},
@@ -153,7 +156,7 @@ func TestMergeWalRunsAtTheBounds(t *testing.T) {
 	f := newFakeTable("generic:gs", 2, map[string]int{"a": 4, "b": 2})
 	mockTable(env, f)
 	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{
-		Target: "generic:gs", MaxGenerations: ptr(contract.MaxMergeGenerations), MaxBytes: ptr(int64(contract.MinMergeBytes)),
+		Target: "generic:gs", MaxGenerations: new(contract.MaxMergeGenerations), MaxBytes: new(int64(contract.MinMergeBytes)),
 		PrepareConcurrency: contract.MaxPrepareConcurrency, ParallelPrepare: true, MaxPasses: contract.MaxMergeMaxPasses,
 		ScheduleToStartTimeout: contract.MinScheduleToStartTimeout, SlotWaitThreshold: -1, PrepareTimeout: contract.MinPrepareTimeout,
 		PassesPerWorkflowRun: contract.MaxPassesPerWorkflowRun, Trigger: contract.TriggerCLI,
@@ -214,11 +217,7 @@ func TestContinuedAsNewOnlyFromContinueAsNew(t *testing.T) {
 }
 
 func TestCompactBaseRefusesEachFieldOutOfBounds(t *testing.T) {
-	in := func(mod func(*contract.CompactBaseInput)) contract.CompactBaseInput {
-		v := contract.CompactBaseInput{Target: "generic:gs"}
-		mod(&v)
-		return v
-	}
+	in := changed(contract.CompactBaseInput{Target: "generic:gs"})
 	requireRefused(t, CompactBase, []badInput{
 		{"no target", in(func(v *contract.CompactBaseInput) { v.Target = "" }), "target", false},
 		{"bad kind", in(func(v *contract.CompactBaseInput) { v.Target = "bogus:gs" }), "target", false},
@@ -247,14 +246,8 @@ func TestCompactBaseRunsAtTheBounds(t *testing.T) {
 	require.Equal(t, 1, res.Committed)
 }
 
-func sweepInput(mod func(*contract.MaintenanceSweepInput)) contract.MaintenanceSweepInput {
-	var v contract.MaintenanceSweepInput
-	mod(&v)
-	return v
-}
-
 func TestMaintenanceSweepRefusesEachFieldOutOfBounds(t *testing.T) {
-	in := sweepInput
+	in := changed(contract.MaintenanceSweepInput{})
 	requireRefused(t, MaintenanceSweep, []badInput{
 		{"min generations below", in(func(v *contract.MaintenanceSweepInput) { v.MergeMinGenerations = -1 }), "merge_min_generations", false},
 		{"min generations above", in(func(v *contract.MaintenanceSweepInput) {
@@ -290,11 +283,7 @@ func TestMaintenanceSweepRunsAtTheBounds(t *testing.T) {
 }
 
 func TestSweepWindowRefusesEachFieldOutOfBounds(t *testing.T) {
-	in := func(mod func(*contract.SweepWindowInput)) contract.SweepWindowInput {
-		var v contract.SweepWindowInput
-		mod(&v)
-		return v
-	}
+	in := changed(contract.SweepWindowInput{})
 	origin := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	carried := func(mod func(*contract.SweepWindowCarry)) contract.SweepWindowInput {
 		c := contract.SweepWindowCarry{Origin: origin, Ends: origin.Add(contract.DefaultSweepWindow), Runs: 1,
@@ -337,11 +326,7 @@ func TestSweepWindowRunsAtTheBounds(t *testing.T) {
 }
 
 func TestReconcileDemandRefusesEachFieldOutOfBounds(t *testing.T) {
-	in := func(mod func(*contract.ReconcileDemandInput)) contract.ReconcileDemandInput {
-		var v contract.ReconcileDemandInput
-		mod(&v)
-		return v
-	}
+	in := changed(contract.ReconcileDemandInput{})
 	requireRefused(t, ReconcileDemand, []badInput{
 		{"page below", in(func(v *contract.ReconcileDemandInput) { v.PageSize = contract.MinReconcilePage - 1 }), "page_size", false},
 		{"page above", in(func(v *contract.ReconcileDemandInput) { v.PageSize = contract.MaxReconcilePage + 1 }), "page_size", false},

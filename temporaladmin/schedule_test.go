@@ -44,8 +44,7 @@ func TestSweepScheduleRefusesAnInputItsWindowsWouldRefuse(t *testing.T) {
 func TestSweepWindowInputOfAWrongTypedInputIsUnreadable(t *testing.T) {
 	describe := func(input string) *client.ScheduleDescription {
 		p := &commonpb.Payload{Metadata: map[string][]byte{"encoding": []byte("json/plain")}, Data: []byte(input)}
-		return &client.ScheduleDescription{Schedule: client.Schedule{Action: &client.ScheduleWorkflowAction{
-			Workflow: contract.SweepWindowWorkflow, Args: []any{p}}}}
+		return describeAction(&client.ScheduleWorkflowAction{Workflow: contract.SweepWindowWorkflow, Args: []any{p}})
 	}
 	in, ok := SweepWindowInputOf(describe(`{"sweep":{"max_starts":"x","concurrency":5}}`))
 	require.False(t, ok)
@@ -56,24 +55,32 @@ func TestSweepWindowInputOfAWrongTypedInputIsUnreadable(t *testing.T) {
 	require.Equal(t, 30*time.Second, in.Interval)
 }
 
+// describeAction is a description of a schedule whose action is a.
+func describeAction(a client.ScheduleAction) *client.ScheduleDescription {
+	return &client.ScheduleDescription{Schedule: client.Schedule{Action: a}}
+}
+
+// refusedTickOfA is the refusal of target generic:a's schedule, before it names what it found.
+func refusedTickOfA() *scheduleForeign {
+	return &scheduleForeign{id: "merge-wal-tick/generic/a", want: contract.MergeWalTickWorkflow,
+		restore: "walkeeper schedule ensure --target generic:a", marker: ErrTargetScheduleForeign}
+}
+
 // What a hand-edited sweep schedule starts is named bounded and escaped, whatever its length
 // and bytes, and only walkeeper's own action passes.
 func TestCheckSweepActionNamesAForeignActionBounded(t *testing.T) {
-	describe := func(a client.ScheduleAction) *client.ScheduleDescription {
-		return &client.ScheduleDescription{Schedule: client.Schedule{Action: a}}
-	}
-	require.NoError(t, checkSweepAction(describe(&client.ScheduleWorkflowAction{
+	require.NoError(t, checkSweepAction(describeAction(&client.ScheduleWorkflowAction{
 		Workflow: contract.SweepWindowWorkflow, TaskQueue: contract.TaskQueue})))
 
 	long := "\x1b[2J" + strings.Repeat("w", 10_000)
-	err := checkSweepAction(describe(&client.ScheduleWorkflowAction{Workflow: long, TaskQueue: "q\n"}))
+	err := checkSweepAction(describeAction(&client.ScheduleWorkflowAction{Workflow: long, TaskQueue: "q\n"}))
 	require.ErrorIs(t, err, ErrSweepScheduleForeign)
 	require.Contains(t, err.Error(), `starts workflow \x1b[2Jwww`)
 	require.Contains(t, err.Error(), `on task queue q\n, not SweepWindow on walkeeper`)
 	require.Less(t, len(err.Error()), 400)
 	require.NotContains(t, err.Error(), "\x1b")
 
-	err = checkSweepAction(describe(nil))
+	err = checkSweepAction(describeAction(nil))
 	require.ErrorIs(t, err, ErrSweepScheduleForeign)
 	require.Contains(t, err.Error(), "starts workflow (none) on task queue (none)")
 }
@@ -81,21 +88,14 @@ func TestCheckSweepActionNamesAForeignActionBounded(t *testing.T) {
 // A target's schedule edited to start another type, or on another queue, is named as the sweep
 // schedule is, with the ensure that restores it; only MergeWalTick on walkeeper passes.
 func TestCheckTargetActionNamesAForeignAction(t *testing.T) {
-	refused := func() *scheduleForeign {
-		return &scheduleForeign{id: "merge-wal-tick/generic/a", want: contract.MergeWalTickWorkflow,
-			restore: "walkeeper schedule ensure --target generic:a", marker: ErrTargetScheduleForeign}
-	}
-	describe := func(a client.ScheduleAction) *client.ScheduleDescription {
-		return &client.ScheduleDescription{Schedule: client.Schedule{Action: a}}
-	}
-	require.NoError(t, checkAction(describe(&client.ScheduleWorkflowAction{
-		Workflow: contract.MergeWalTickWorkflow, TaskQueue: contract.TaskQueue}), refused()))
-	err := checkAction(describe(&client.ScheduleWorkflowAction{Workflow: "Other\x1b[2J", TaskQueue: contract.TaskQueue}), refused())
+	require.NoError(t, checkAction(describeAction(&client.ScheduleWorkflowAction{
+		Workflow: contract.MergeWalTickWorkflow, TaskQueue: contract.TaskQueue}), refusedTickOfA()))
+	err := checkAction(describeAction(&client.ScheduleWorkflowAction{Workflow: "Other\x1b[2J", TaskQueue: contract.TaskQueue}), refusedTickOfA())
 	require.ErrorIs(t, err, ErrTargetScheduleForeign)
 	require.NotErrorIs(t, err, ErrSweepScheduleForeign)
 	require.Equal(t, `schedule merge-wal-tick/generic/a starts workflow Other\x1b[2J on task queue walkeeper, not MergeWalTick `+
 		"on walkeeper (edited outside walkeeper?): not triggered; `walkeeper schedule ensure --target generic:a` restores its action", err.Error())
-	err = checkAction(describe(&client.ScheduleWorkflowAction{Workflow: contract.SweepWindowWorkflow, TaskQueue: contract.TaskQueue}), refused())
+	err = checkAction(describeAction(&client.ScheduleWorkflowAction{Workflow: contract.SweepWindowWorkflow, TaskQueue: contract.TaskQueue}), refusedTickOfA())
 	require.ErrorIs(t, err, ErrTargetScheduleForeign)
 }
 
@@ -120,10 +120,6 @@ func TestForeignWindowIsTheScheduleStarted(t *testing.T) {
 func TestCheckTickTargetNamesAnotherTarget(t *testing.T) {
 	asked, err := target.ParseTarget("generic:a")
 	require.NoError(t, err)
-	refused := func() *scheduleForeign {
-		return &scheduleForeign{id: "merge-wal-tick/generic/a", want: contract.MergeWalTickWorkflow,
-			restore: "walkeeper schedule ensure --target generic:a", marker: ErrTargetScheduleForeign}
-	}
 	describe := func(args ...any) *client.ScheduleDescription {
 		var payloads []any
 		for _, a := range args {
@@ -131,11 +127,10 @@ func TestCheckTickTargetNamesAnotherTarget(t *testing.T) {
 			require.NoError(t, err)
 			payloads = append(payloads, p)
 		}
-		return &client.ScheduleDescription{Schedule: client.Schedule{Action: &client.ScheduleWorkflowAction{
-			Workflow: contract.MergeWalTickWorkflow, TaskQueue: contract.TaskQueue, Args: payloads}}}
+		return describeAction(&client.ScheduleWorkflowAction{Workflow: contract.MergeWalTickWorkflow, TaskQueue: contract.TaskQueue, Args: payloads})
 	}
-	require.NoError(t, checkTickTarget(describe(map[string]any{"target": "generic:a"}), asked, refused()))
-	require.NoError(t, checkTickTarget(describe(contract.MergeWalTickInput{Target: "generic:a"}), asked, refused()))
+	require.NoError(t, checkTickTarget(describe(map[string]any{"target": "generic:a"}), asked, refusedTickOfA()))
+	require.NoError(t, checkTickTarget(describe(contract.MergeWalTickInput{Target: "generic:a"}), asked, refusedTickOfA()))
 	for _, c := range []struct {
 		name string
 		d    *client.ScheduleDescription
@@ -148,10 +143,9 @@ func TestCheckTickTargetNamesAnotherTarget(t *testing.T) {
 		{"no input", describe(), "(unreadable input)"},
 		{"two inputs", describe(map[string]any{"target": "generic:a"}, 1), "(unreadable input)"},
 		{"not an object", describe("generic:a"), "(unreadable input)"},
-		{"raw, not a payload", &client.ScheduleDescription{Schedule: client.Schedule{Action: &client.ScheduleWorkflowAction{
-			Args: []any{map[string]any{"target": "generic:a"}}}}}, "(unreadable input)"},
+		{"raw, not a payload", describeAction(&client.ScheduleWorkflowAction{Args: []any{map[string]any{"target": "generic:a"}}}), "(unreadable input)"},
 	} {
-		err := checkTickTarget(c.d, asked, refused())
+		err := checkTickTarget(c.d, asked, refusedTickOfA())
 		require.ErrorIs(t, err, ErrTargetScheduleForeign, c.name)
 		require.Equal(t, "schedule merge-wal-tick/generic/a starts MergeWalTick for target "+c.got+", not generic:a "+
 			"(edited outside walkeeper?): not triggered; `walkeeper schedule ensure --target generic:a` restores its action", err.Error(), c.name)

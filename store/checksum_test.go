@@ -120,9 +120,7 @@ func TestWALChecksum(t *testing.T) {
 	// No Close: a graceful close would seal the memtable and make the WAL garbage. The next
 	// handle with the same instance is the restarted process.
 
-	db2 := openTestDB(t, root, "w1")
-	s2, err := db2.Open(ctx, s.target)
-	require.NoError(t, err)
+	s2 := openGeneric(t, openTestDB(t, root, "w1"), "walsum")
 	_, err = s2.Append(ctx, []Row{row("c", 3)})
 	require.ErrorIs(t, err, ErrCorrupt, "replay must refuse the damaged WAL object")
 	require.Contains(t, err.Error(), "checksum")
@@ -130,9 +128,7 @@ func TestWALChecksum(t *testing.T) {
 
 	// Restored, the unframed object next to it is refused the same way.
 	require.NoError(t, db.bucket.Put(ctx, objs[len(objs)-2].Key, prev))
-	db3 := openTestDB(t, root, "w1")
-	s3, err := db3.Open(ctx, s.target)
-	require.NoError(t, err)
+	s3 := openGeneric(t, openTestDB(t, root, "w1"), "walsum")
 	_, err = s3.Append(ctx, []Row{row("c", 3)})
 	require.ErrorIs(t, err, ErrCorrupt, "replay must refuse a WAL object without its header")
 	require.Contains(t, err.Error(), "no WAL header")
@@ -140,9 +136,7 @@ func TestWALChecksum(t *testing.T) {
 
 	// With its header back, everything replays.
 	require.NoError(t, db.bucket.Put(ctx, objs[len(objs)-1].Key, raw))
-	db4 := openTestDB(t, root, "w1")
-	s4, err := db4.Open(ctx, s.target)
-	require.NoError(t, err)
+	s4 := openGeneric(t, openTestDB(t, root, "w1"), "walsum")
 	appendRows(t, s4, row("c", 3))
 	require.Equal(t, map[string]int64{"a": 1, "b": 2, "c": 3}, allRows(t, s4, SourceAll))
 }

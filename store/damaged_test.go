@@ -53,8 +53,7 @@ func TestDamagedWALRetriedAppendsWriteNothing(t *testing.T) {
 	root, tgt, key, intact := damagedWALStore(t, "dw")
 	rc := &requestcount.Counter{}
 	db := openCountedDB(t, root, rc)
-	s, err := db.Open(ctx, tgt)
-	require.NoError(t, err)
+	s := openGeneric(t, db, "dw")
 	manifests := func() int {
 		objs, err := db.bucket.List(ctx, shardManifestPrefix(tgt, db.Shard()))
 		require.NoError(t, err)
@@ -62,7 +61,7 @@ func TestDamagedWALRetriedAppendsWriteNothing(t *testing.T) {
 	}
 	before := manifests()
 
-	_, err = s.Append(ctx, []Row{row("c", 3)})
+	_, err := s.Append(ctx, []Row{row("c", 3)})
 	require.ErrorIs(t, err, ErrCorrupt)
 	require.Contains(t, err.Error(), key)
 	claimed := rc.Counts()
@@ -122,9 +121,8 @@ func TestQuarantineDamagedWALObjectLetsTheOwnerAppend(t *testing.T) {
 	ctx := context.Background()
 	root, tgt, key, _ := damagedWALStore(t, "qw")
 	db := openTestDB(t, root, "w1")
-	s, err := db.Open(ctx, tgt)
-	require.NoError(t, err)
-	_, err = s.Append(ctx, []Row{row("c", 3)})
+	s := openGeneric(t, db, "qw")
+	_, err := s.Append(ctx, []Row{row("c", 3)})
 	require.ErrorIs(t, err, ErrCorrupt)
 
 	res, err := s.Quarantine(ctx, key, "WAL object damaged, no backup")
@@ -149,9 +147,7 @@ func TestQuarantineDamagedWALObjectLetsTheOwnerAppend(t *testing.T) {
 	require.Equal(t, 1, st.Quarantined)
 
 	// A restarted owner replays around it too.
-	db2 := openTestDB(t, root, "w1")
-	s2, err := db2.Open(ctx, tgt)
-	require.NoError(t, err)
+	s2 := openGeneric(t, openTestDB(t, root, "w1"), "qw")
 	appendRows(t, s2, row("d", 4))
 	require.Equal(t, map[string]int64{"a": 1, "c": 3, "d": 4}, allRows(t, s2, SourceAll))
 

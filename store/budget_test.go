@@ -67,6 +67,24 @@ func receive(t *testing.T, ch <-chan reserveResult) reserveResult {
 	}
 }
 
+// receiveBytes is receive of a Reserve that must succeed holding want bytes.
+func receiveBytes(t *testing.T, ch <-chan reserveResult, what string, want int64) reserveResult {
+	t.Helper()
+	res := receive(t, ch)
+	if res.err != nil || res.r.Bytes() != want {
+		t.Fatalf("%s Reserve = %+v, want %d bytes", what, res, want)
+	}
+	return res
+}
+
+// requireBudget fails unless b has reserved bytes out and waiting requests queued.
+func requireBudget(t *testing.T, b *Budget, reserved, waiting int) {
+	t.Helper()
+	if b.Reserved() != int64(reserved) || b.Waiting() != waiting {
+		t.Fatalf("Reserved = %d, Waiting = %d; want %d, %d", b.Reserved(), b.Waiting(), reserved, waiting)
+	}
+}
+
 func TestBudgetReserveRelease(t *testing.T) {
 	b := NewBudget(100)
 	if b.Limit() != 100 {
@@ -77,9 +95,7 @@ func TestBudgetReserveRelease(t *testing.T) {
 		t.Fatalf("Reserve = %d, %v, %v", r.Bytes(), waited, err)
 	}
 	r2 := mustReserve(t, b, 70)
-	if b.Reserved() != 100 || b.Waiting() != 0 {
-		t.Fatalf("Reserved = %d, Waiting = %d", b.Reserved(), b.Waiting())
-	}
+	requireBudget(t, b, 100, 0)
 	r.Release()
 	r.Release() // idempotent: must not give back 30 twice
 	if b.Reserved() != 70 || r.Bytes() != 0 {
@@ -89,9 +105,7 @@ func TestBudgetReserveRelease(t *testing.T) {
 		t.Fatalf("a released reservation grew")
 	}
 	r2.Release()
-	if b.Reserved() != 0 {
-		t.Fatalf("Reserved = %d after releasing all", b.Reserved())
-	}
+	requireBudget(t, b, 0, 0)
 	// The whole limit is available again, without waiting.
 	r3, waited, err := b.Reserve(context.Background(), 100)
 	if err != nil || waited != 0 || r3.Bytes() != 100 {
@@ -111,9 +125,7 @@ func TestBudgetReserveRelease(t *testing.T) {
 	if _, _, err := b.Reserve(context.Background(), -1); !errors.Is(err, ErrInvalidInput) {
 		t.Fatalf("Reserve(-1): %v", err)
 	}
-	if b.Reserved() != 0 {
-		t.Fatalf("Reserved = %d", b.Reserved())
-	}
+	requireBudget(t, b, 0, 0)
 }
 
 // TestBudgetUnlimited: nil and zero-limit budgets never wait and never refuse.
@@ -134,9 +146,7 @@ func TestBudgetUnlimited(t *testing.T) {
 			r.Release()
 			r2.Release()
 			r.Release()
-			if b.Reserved() != 0 {
-				t.Fatalf("Reserved = %d", b.Reserved())
-			}
+			requireBudget(t, b, 0, 0)
 		})
 	}
 	var nr *Reservation
@@ -156,16 +166,11 @@ func TestBudgetExhaustedWaitsAndResumes(t *testing.T) {
 	waitFor(t, "the reservation to queue", func() bool { return b.Waiting() == 1 })
 	expectBlocked(t, ch, 150*time.Millisecond)
 	holder.Release()
-	res := receive(t, ch)
-	if res.err != nil || res.r.Bytes() != 10 {
-		t.Fatalf("resumed Reserve = %+v", res)
-	}
+	res := receiveBytes(t, ch, "resumed", 10)
 	if res.waited < 100*time.Millisecond || res.waited > time.Since(start) {
 		t.Fatalf("reported wait %v, want >= 100ms and <= %v", res.waited, time.Since(start))
 	}
-	if b.Waiting() != 0 || b.Reserved() != 10 {
-		t.Fatalf("Waiting = %d, Reserved = %d", b.Waiting(), b.Reserved())
-	}
+	requireBudget(t, b, 10, 0)
 	res.r.Release()
 }
 
@@ -186,18 +191,11 @@ func TestBudgetCancelWhileWaiting(t *testing.T) {
 		t.Fatalf("cancelled Reserve = %+v, want context.Canceled", res)
 	}
 	// ... and proceeds once the cancelled request leaves the queue.
-	sres := receive(t, small)
-	if sres.err != nil || sres.r.Bytes() != 30 {
-		t.Fatalf("small Reserve = %+v", sres)
-	}
-	if b.Reserved() != 90 || b.Waiting() != 0 {
-		t.Fatalf("Reserved = %d, Waiting = %d; the cancelled request took bytes", b.Reserved(), b.Waiting())
-	}
+	sres := receiveBytes(t, small, "small", 30)
+	requireBudget(t, b, 90, 0)
 	holder.Release()
 	sres.r.Release()
-	if b.Reserved() != 0 {
-		t.Fatalf("Reserved = %d", b.Reserved())
-	}
+	requireBudget(t, b, 0, 0)
 	// An already-cancelled context fails at once even if bytes are free.
 	if _, _, err := b.Reserve(ctx, 1); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Reserve with dead ctx: %v", err)
@@ -230,20 +228,14 @@ func TestBudgetOversizedRunsAlone(t *testing.T) {
 	a.Release()
 	expectBlocked(t, big, 50*time.Millisecond)
 	c.Release()
-	res := receive(t, big)
-	if res.err != nil || res.r.Bytes() != 100 {
-		t.Fatalf("oversized Reserve = %+v, want all 100 bytes", res)
-	}
+	res := receiveBytes(t, big, "oversized", 100)
 	expectBlocked(t, later, 50*time.Millisecond)
 	// Holding the whole limit, it may "grow" past it (nothing more is taken).
 	if !res.r.TryGrow(1000) || res.r.Bytes() != 100 || b.Reserved() != 100 {
 		t.Fatalf("TryGrow past the limit: %d bytes, Reserved %d", res.r.Bytes(), b.Reserved())
 	}
 	res.r.Release()
-	lres := receive(t, later)
-	if lres.err != nil || lres.r.Bytes() != 10 {
-		t.Fatalf("later Reserve = %+v", lres)
-	}
+	lres := receiveBytes(t, later, "later", 10)
 	lres.r.Release()
 }
 
@@ -288,9 +280,7 @@ func TestBudgetGrowthNeverWaits(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("deadlock: growing holders never finished")
 	}
-	if b.Reserved() != 0 {
-		t.Fatalf("Reserved = %d", b.Reserved())
-	}
+	requireBudget(t, b, 0, 0)
 	// With room, growth is clamped to the limit.
 	r := mustReserve(t, b, 10)
 	if !r.TryGrow(30) || r.Bytes() != 30 {
@@ -327,14 +317,9 @@ func TestBudgetQueuedReserveDoesNotBlockGrowingHolder(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("deadlock: growing holder blocked behind the queued reservation")
 	}
-	res := receive(t, queued)
-	if res.err != nil || res.r.Bytes() != 100 {
-		t.Fatalf("queued Reserve = %+v", res)
-	}
+	res := receiveBytes(t, queued, "queued", 100)
 	res.r.Release()
-	if b.Reserved() != 0 || b.Waiting() != 0 {
-		t.Fatalf("Reserved = %d, Waiting = %d", b.Reserved(), b.Waiting())
-	}
+	requireBudget(t, b, 0, 0)
 }
 
 // TestBudgetHammer: many goroutines reserve, grow, cancel and release at random. The gauge

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/walkeeper/walkeeper/internal/testkit/bucketconformance"
 	"github.com/walkeeper/walkeeper/store/objstore"
@@ -32,4 +35,12 @@ func dropMemBucket(url string) {
 	for _, o := range objs {
 		_ = b.Delete(ctx, o.Key)
 	}
+}
+
+// keyExists reports whether db's bucket holds key.
+func keyExists(t *testing.T, db *DB, key string) bool {
+	t.Helper()
+	ok, err := db.bucket.Exists(context.Background(), key)
+	require.NoError(t, err)
+	return ok
 }

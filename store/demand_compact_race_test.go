@@ -26,9 +26,7 @@ func TestCompactionDuringASealKeepsTheGenerationsDemandRecord(t *testing.T) {
 		_, err := s.MergeOnce(ctx, db.shard)
 		require.NoError(t, err)
 	}
-	marker, err := db.bucket.Exists(ctx, demandCompactMarker(s.target))
-	require.NoError(t, err)
-	require.True(t, marker)
+	require.True(t, keyExists(t, db, demandCompactMarker(s.target)))
 
 	var armed atomic.Bool
 	paused, resume := make(chan struct{}), make(chan struct{})
@@ -61,9 +59,7 @@ func TestCompactionDuringASealKeepsTheGenerationsDemandRecord(t *testing.T) {
 	close(resume)
 	require.NoError(t, <-sealed)
 
-	marker, err = db.bucket.Exists(ctx, demandCompactMarker(s.target))
-	require.NoError(t, err)
-	require.False(t, marker, "the compaction cleared the marker")
+	require.False(t, keyExists(t, db, demandCompactMarker(s.target)), "the compaction cleared the marker")
 	st, err := s.Stats(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, st.Shards[0].PendingGenerations)
@@ -133,9 +129,7 @@ func TestFindingClearingTheCompactionMarkerKeepsAConcurrentMergesMarker(t *testi
 			base, err := s.loadBase(ctx)
 			require.NoError(t, err)
 			require.Len(t, base.Runs, 2)
-			ok, err := db.bucket.Exists(ctx, marker)
-			require.NoError(t, err)
-			require.True(t, ok, "the base holds 2 runs: the marker the merge wrote must stay")
+			require.True(t, keyExists(t, db, marker), "the base holds 2 runs: the marker the merge wrote must stay")
 		})
 	}
 }

@@ -173,9 +173,7 @@ func TestReconcileRepairsMissingDemandAndCompactMarker(t *testing.T) {
 		_, err := s.MergeOnce(ctx, db.shard)
 		require.NoError(t, err)
 	}
-	ok, err := db.bucket.Exists(ctx, demandCompactMarker(s.target))
-	require.NoError(t, err)
-	require.True(t, ok, "the commit that made 2 runs wrote the marker")
+	require.True(t, keyExists(t, db, demandCompactMarker(s.target)), "the commit that made 2 runs wrote the marker")
 
 	appendRows(t, s, row("p", 1))
 	g := flush(t, s)
@@ -190,15 +188,11 @@ func TestReconcileRepairsMissingDemandAndCompactMarker(t *testing.T) {
 	recs := demandOf(t, db, s.target)
 	require.Len(t, recs, 1)
 	require.Equal(t, g.Generation, recs[0].Gen)
-	ok, err = db.bucket.Exists(ctx, demandCompactMarker(s.target))
-	require.NoError(t, err)
-	require.True(t, ok, "reconcile restored the marker")
+	require.True(t, keyExists(t, db, demandCompactMarker(s.target)), "reconcile restored the marker")
 
 	_, err = s.CompactBase(ctx, CompactParams{})
 	require.NoError(t, err)
-	ok, err = db.bucket.Exists(ctx, demandCompactMarker(s.target))
-	require.NoError(t, err)
-	require.False(t, ok, "compaction below the threshold cleared the marker")
+	require.False(t, keyExists(t, db, demandCompactMarker(s.target)), "compaction below the threshold cleared the marker")
 }
 
 // ListStores pages the registry in name order with a cursor, across many pages, on both

@@ -49,9 +49,7 @@ func putForeign(t *testing.T, db *DB, keys ...string) {
 func requireStillThere(t *testing.T, db *DB, keys ...string) {
 	t.Helper()
 	for _, k := range keys {
-		ok, err := db.bucket.Exists(context.Background(), k)
-		require.NoError(t, err)
-		require.True(t, ok, "foreign key %s was deleted", k)
+		require.True(t, keyExists(t, db, k), "foreign key %s was deleted", k)
 	}
 }
 

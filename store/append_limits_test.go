@@ -38,6 +38,17 @@ func idRows(n int) []byte {
 	return []byte(b.String())
 }
 
+// paddedRows is batch a of 20 rows of about 700 bytes each, keyed by format of a and the row.
+func paddedRows(format string, a int) []Row {
+	pad := strings.Repeat("p", 500)
+	rows := make([]Row, 0, 20)
+	for i := range 20 {
+		k := fmt.Sprintf(format, a, i)
+		rows = append(rows, Row{Key: k, Values: []any{k, int64(i), pad}})
+	}
+	return rows
+}
+
 func walRows(t *testing.T, s *Store) int {
 	t.Helper()
 	page, err := s.List(context.Background(), ListOptions{Source: SourceWAL, Limit: 10000})
@@ -200,23 +211,14 @@ func TestMemtableIsSealedAtMemtableBytes(t *testing.T) {
 	const bound = 64 << 10
 	db := openTestDB(t, fmt.Sprintf("mem://memseal-%d", testURLSeq.Add(1)), "w", func(o *Options) { o.MemtableBytes = bound })
 	s := createGeneric(t, db, "memseal", false)
-	pad := strings.Repeat("p", 500)
 	total := 0
 	for a := range 20 {
-		var rows []Row
-		for i := range 20 {
-			k := fmt.Sprintf("k%02d-%02d", a, i)
-			rows = append(rows, Row{Key: k, Values: []any{k, int64(i), pad}})
-		}
+		rows := paddedRows("k%02d-%02d", a)
 		appendRows(t, s, rows...)
 		total += len(rows)
 	}
 	// The seal of a full memtable runs off the WAL committer: wait for it.
-	deadline := time.Now().Add(10 * time.Second)
-	for s.OwnPending() == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	require.Positive(t, s.OwnPending(), "a memtable past its bound was sealed")
+	waitFor(t, "a memtable past its bound to be sealed", func() bool { return s.OwnPending() > 0 })
 	w := s.residentWriter()
 	w.mu.Lock()
 	active := w.active.bytes
@@ -242,19 +244,10 @@ func TestUnsealedRowsAreBoundedWhileSealsFail(t *testing.T) {
 		return nil
 	}})
 	s := createGeneric(t, db, "unsealed", false)
-	pad := strings.Repeat("p", 500)
-	batch := func(a int) []Row {
-		var rows []Row
-		for i := range 20 {
-			k := fmt.Sprintf("k%03d-%02d", a, i)
-			rows = append(rows, Row{Key: k, Values: []any{k, int64(i), pad}})
-		}
-		return rows
-	}
 	failSeals.Store(true)
 	accepted, refused := 0, 0
 	for a := 0; a < 200 && refused == 0; a++ {
-		_, err := s.Append(ctx, batch(a))
+		_, err := s.Append(ctx, paddedRows("k%03d-%02d", a))
 		switch {
 		case err == nil:
 			accepted++
@@ -278,7 +271,7 @@ func TestUnsealedRowsAreBoundedWhileSealsFail(t *testing.T) {
 	failSeals.Store(false)
 	_, err := s.Flush(ctx)
 	require.NoError(t, err)
-	_, err = s.Append(ctx, batch(1000))
+	_, err = s.Append(ctx, paddedRows("k%03d-%02d", 1000))
 	require.NoError(t, err, "a seal that succeeds admits appends again")
 	page, err := s.List(ctx, ListOptions{Limit: 10000})
 	require.NoError(t, err)

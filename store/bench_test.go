@@ -51,6 +51,18 @@ func benchStore(b *testing.B, db *DB, name string) *Store {
 	return s
 }
 
+// benchSeal appends rows to s in one append and seals them.
+func benchSeal(b *testing.B, s *Store, rows []Row) {
+	b.Helper()
+	ctx := context.Background()
+	if _, err := s.Append(ctx, rows); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.Flush(ctx); err != nil {
+		b.Fatal(err)
+	}
+}
+
 // BenchmarkAppend measures durable one-row appends from many goroutines: group commit
 // turns them into far fewer WAL objects. Reports rows/s and rows per WAL object.
 func BenchmarkAppend(b *testing.B) {
@@ -94,12 +106,7 @@ func BenchmarkRead(b *testing.B) {
 		for i := 0; i < 10000; i++ {
 			base = append(base, row(fmt.Sprintf("k%06d", i), int64(i)))
 		}
-		if _, err := s.Append(ctx, base); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := s.Flush(ctx); err != nil {
-			b.Fatal(err)
-		}
+		benchSeal(b, s, base)
 		if _, err := s.MergeAll(ctx); err != nil {
 			b.Fatal(err)
 		}
@@ -109,12 +116,7 @@ func BenchmarkRead(b *testing.B) {
 				k := (g*rowsPerGen + i*37) % 10000
 				rows = append(rows, row(fmt.Sprintf("k%06d", k), int64(g)))
 			}
-			if _, err := s.Append(ctx, rows); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := s.Flush(ctx); err != nil {
-				b.Fatal(err)
-			}
+			benchSeal(b, s, rows)
 		}
 		// A reader in another process: no memtable, every generation from storage (cached).
 		reader, err := OpenDB(ctx, db.bucket.URL(), DefaultOptions())
@@ -153,19 +155,13 @@ func BenchmarkPrepare(b *testing.B) {
 	payload := strings.Repeat("p", 200)
 	db, dir := benchDB(b, func(o *Options) { o.MergeMaxGenerations = 0; o.MergeMaxBytes = 0 })
 	s := benchStore(b, db, "prep")
-	ctx := context.Background()
 	for g := 0; g < gens; g++ {
 		var rows []Row
 		for i := 0; i < rowsPerGen; i++ {
 			k := fmt.Sprintf("k%08d", (i*gens+g)*7919%(gens*rowsPerGen))
 			rows = append(rows, Row{Key: k, Values: []any{k, int64(i), payload}})
 		}
-		if _, err := s.Append(ctx, rows); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := s.Flush(ctx); err != nil {
-			b.Fatal(err)
-		}
+		benchSeal(b, s, rows)
 	}
 	var onDisk int64
 	var files []string
@@ -229,12 +225,7 @@ func BenchmarkPrepareRuns(b *testing.B) {
 			k := fmt.Sprintf("k%09d", n)
 			rows[i] = Row{Key: k, Values: []any{k, n, payload}}
 		}
-		if _, err := s.Append(ctx, rows); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := s.Flush(ctx); err != nil {
-			b.Fatal(err)
-		}
+		benchSeal(b, s, rows)
 	}
 	sm, err := s.loadShard(ctx, db.shard)
 	if err != nil || sm == nil {
@@ -322,12 +313,7 @@ func BenchmarkCommitLockHold(b *testing.B) {
 						k := fmt.Sprintf("i%06d-r%06d", i, r)
 						rows = append(rows, Row{Key: k, Values: []any{k, int64(r), payload}})
 					}
-					if _, err := s.Append(ctx, rows); err != nil {
-						b.Fatal(err)
-					}
-					if _, err := s.Flush(ctx); err != nil {
-						b.Fatal(err)
-					}
+					benchSeal(b, s, rows)
 					p, err := s.Prepare(ctx, PrepareParams{})
 					if err != nil {
 						b.Fatal(err)

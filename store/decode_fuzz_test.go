@@ -16,6 +16,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/stretchr/testify/require"
 
 	"github.com/walkeeper/walkeeper/store/manifest"
 	"github.com/walkeeper/walkeeper/store/rowcodec"
@@ -66,27 +67,18 @@ const decodeFuzzRows = `[
 // two base runs.
 func decodeFuzzStore(t *testing.T, merged bool) (*DB, *Store) {
 	t.Helper()
-	ctx := context.Background()
 	db, s := fuzzStore(t, "decode-fuzz", decodeFuzzSchema)
 	rows, err := s.Codec().DecodeJSON([]byte(decodeFuzzRows), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	rounds := 1
 	if merged {
 		rounds = 2
 	}
-	for r := 0; r < rounds; r++ {
-		if _, err := s.Append(ctx, rows); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.Flush(ctx); err != nil {
-			t.Fatal(err)
-		}
+	for range rounds {
+		seal(t, s, rows...)
 		if merged {
-			if _, err := s.MergeAll(ctx); err != nil {
-				t.Fatal(err)
-			}
+			_, err := s.MergeAll(context.Background())
+			require.NoError(t, err)
 		}
 	}
 	return db, s
@@ -103,20 +95,15 @@ func decodeFuzzSeeds(t *testing.T) (gen, run []byte) {
 		t.Fatalf("seed generation: %v %+v", err, sm)
 	}
 	gen, err = db.bucket.Get(ctx, sm.Flushed[0].Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.MergeAll(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	_, err = s.MergeAll(ctx)
+	require.NoError(t, err)
 	base, err := s.loadBase(ctx)
 	if err != nil || len(base.Runs) != 1 {
 		t.Fatalf("seed run: %v %+v", err, base)
 	}
 	run, err = db.bucket.Get(ctx, base.Runs[0].Path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return gen, run
 }
 
@@ -203,9 +190,7 @@ func decodeFuzzCodec(t *testing.T, c *rowcodec.Codec) *rowcodec.Codec {
 		return c
 	}
 	c, err := rowcodec.NewCodec(KindGeneric, decodeFuzzSchema)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return c
 }
 
@@ -238,19 +223,16 @@ func FuzzDecodeGeneration(f *testing.F) {
 		if err != nil || sm == nil || len(sm.Flushed) != 1 {
 			t.Fatalf("setup: %v", err)
 		}
-		if err := db.bucket.Put(ctx, sm.Flushed[0].Path, append([]byte(nil), data...)); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, db.bucket.Put(ctx, sm.Flushed[0].Path, append([]byte(nil), data...)))
 		// Re-list it with the fuzzed bytes' checksum and a size that admits them, so the
 		// decoder (not the checksum or the size limit, which would refuse any change) is what
 		// the store's reads and merge exercise.
-		if _, err := s.editShard(ctx, db.Shard(), func(m *manifest.Shard) (bool, error) {
+		_, err = s.editShard(ctx, db.Shard(), func(m *manifest.Shard) (bool, error) {
 			m.Flushed[0].Checksum = checksumOf(data)
 			m.Flushed[0].Bytes = max(m.Flushed[0].Bytes, int64(len(data)))
 			return true, nil
-		}); err != nil {
-			t.Fatal(err)
-		}
+		})
+		require.NoError(t, err)
 		exerciseDecoded(t, s)
 	})
 }
@@ -282,15 +264,11 @@ func FuzzDecodeRun(f *testing.F) {
 		if err != nil || len(base.Runs) != 2 {
 			t.Fatalf("setup: %v", err)
 		}
-		if err := db.bucket.Put(ctx, base.Runs[0].Path, append([]byte(nil), data...)); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, db.bucket.Put(ctx, base.Runs[0].Path, append([]byte(nil), data...)))
 		next := base.Next("fuzz") // re-listed with the fuzzed bytes' checksum, as above
 		next.Runs[0].Checksum = checksumOf(data)
 		next.Runs[0].Bytes = int64(len(data))
-		if err := s.publishBase(ctx, next); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, s.publishBase(ctx, next))
 		exerciseDecoded(t, s)
 	})
 }

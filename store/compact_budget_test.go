@@ -34,8 +34,7 @@ func TestCompactBaseReservesFromTheBudget(t *testing.T) {
 	db := openTestDB(t, "file://"+t.TempDir(), "w1", func(o *Options) { o.MergeMaxGenerations = 1; o.Budget = budget })
 	s := createGeneric(t, db, "compact", false)
 	for i := 0; i < 4; i++ {
-		appendRows(t, s, row("same", int64(i)), row(fmt.Sprintf("k%d", i), int64(i)))
-		flush(t, s)
+		seal(t, s, row("same", int64(i)), row(fmt.Sprintf("k%d", i), int64(i)))
 	}
 	_, err := s.MergeAll(ctx)
 	require.NoError(t, err)
@@ -74,8 +73,7 @@ func TestCompactBaseStreamsRunsInBatches(t *testing.T) {
 			k := fmt.Sprintf("k%06d", i*3+g%2) // runs 0 and 2 share keys, run 1 interleaves
 			rs = append(rs, Row{Key: k, Values: []any{k, int64(g*rows + i), fmt.Sprintf("%s%d", pad, g)}})
 		}
-		appendRows(t, s, rs...)
-		flush(t, s)
+		seal(t, s, rs...)
 		if g == 2 {
 			var keys []string
 			for i := 0; i < rows; i += 5 {
@@ -153,8 +151,7 @@ func TestCompactionCountsTheBuffersItsInputsOutgrew(t *testing.T) {
 			k := fmt.Sprintf("k%04d", i*3+g)
 			rs = append(rs, Row{Key: k, Values: []any{k, int64(i), compressiblePad}})
 		}
-		appendRows(t, s, rs...)
-		flush(t, s)
+		seal(t, s, rs...)
 	}
 	_, err := s.MergeAll(ctx)
 	require.NoError(t, err)

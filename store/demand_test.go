@@ -270,8 +270,7 @@ func TestRequestCounterCounts(t *testing.T) {
 func TestReconcileReportsAnUnreadableShardOnce(t *testing.T) {
 	ctx := context.Background()
 	db, s := newGenericStore(t, backends(t)["mem"], "orders")
-	appendRows(t, s, row("a", 1))
-	flush(t, s)
+	seal(t, s, row("a", 1))
 	db.bucket = db.bucket.WithFaults(objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
 		if (op == objstore.OpGet || op == objstore.OpList) && strings.HasPrefix(key, shardManifestPrefix(s.target, db.shard)) {
 			return errors.New("injected: shard manifest unreadable")

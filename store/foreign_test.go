@@ -160,8 +160,7 @@ func TestForeignKeysInsideAStoreAreSkipped(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, 1, n)
 			s2 := openGeneric(t, db2, "fk")
-			appendRows(t, s2, row("e", 5))
-			flush(t, s2)
+			seal(t, s2, row("e", 5))
 			want := map[string]int64{"a": 1, "b": 2, "c": 3, "d": 4, "e": 5}
 			require.Equal(t, want, allRows(t, s2, SourceAll))
 

@@ -33,8 +33,7 @@ func mixedSizeStore(t *testing.T, gens int, tweak ...func(*Options)) *Store {
 	for i := range mixedSmall + mixedBig {
 		rs = append(rs, value(i, i >= mixedSmall))
 	}
-	appendRows(t, s, rs...)
-	flush(t, s)
+	seal(t, s, rs...)
 	_, err := s.MergeAll(ctx)
 	require.NoError(t, err)
 	require.Less(t, firstRunBatches(t, s).batchRows, int64(mixedSmall+mixedBig), "the run streams in more than one batch")

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"context"
 	"encoding/binary"
 	"slices"
 	"testing"
@@ -65,17 +64,9 @@ func TestFindingDamagedRunFooterIsCorruptUnderAMemoryLimit(t *testing.T) {
 	if !underMemoryLimit(t, 3<<30) {
 		return
 	}
-	ctx := context.Background()
 	c := decodeFuzzCodec(t, nil)
-	decodeRun := func(data []byte) error {
-		f, err := decodeParquet(ctx, data, c, "run")
-		if f != nil {
-			f.rec.Release()
-		}
-		return err
-	}
 	_, validRun := decodeFuzzSeeds(t)
-	require.NoError(t, decodeRun(validRun))
+	require.NoError(t, decodeRunErr(c, validRun))
 
 	// FileMetaData: 2 schema, 3 num_rows, 4 row_groups; SchemaElement: 5 num_children;
 	// RowGroup: 1 columns, 3 num_rows; ColumnChunk: 3 meta_data; ColumnMetaData: 3
@@ -153,7 +144,7 @@ func TestFindingDamagedRunFooterIsCorruptUnderAMemoryLimit(t *testing.T) {
 		{"Snappy block of 2^32-1 bytes", snappy, "snappy"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := decodeRun(tc.data)
+			err := decodeRunErr(c, tc.data)
 			require.ErrorIs(t, err, ErrCorrupt)
 			require.Regexp(t, tc.want, err.Error())
 		})

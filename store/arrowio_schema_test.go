@@ -2,7 +2,6 @@ package store
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/binary"
 	"os"
@@ -107,20 +106,13 @@ func TestFindingDamagedSchemaIsCorruptUnderAMemoryLimit(t *testing.T) {
 	if !underMemoryLimit(t, 8<<30) {
 		return
 	}
-	ctx := context.Background()
 	c := decodeFuzzCodec(t, nil)
 	decodeGen := func(data []byte) error {
 		recs, err := decodeIPC(memory.DefaultAllocator, data, c, "generation")
 		releaseAll(recs)
 		return err
 	}
-	decodeRun := func(data []byte) error {
-		f, err := decodeParquet(ctx, data, c, "run")
-		if f != nil {
-			f.rec.Release()
-		}
-		return err
-	}
+	decodeRun := func(data []byte) error { return decodeRunErr(c, data) }
 	validGen, validRun := decodeFuzzSeeds(t)
 	require.NoError(t, decodeGen(validGen))
 	require.NoError(t, decodeRun(validRun))

@@ -24,6 +24,15 @@ func decodeParquet(ctx context.Context, data []byte, c *rowcodec.Codec, what str
 	return decodeParquetAdmitted(ctx, data, c, what, func(int64) error { return nil })
 }
 
+// decodeRunErr decodes data as a run of c and returns only the error.
+func decodeRunErr(c *rowcodec.Codec, data []byte) error {
+	f, err := decodeParquet(context.Background(), data, c, "run")
+	if f != nil {
+		f.rec.Release()
+	}
+	return err
+}
+
 // TestParquetEncodingsPerColumn: a run is written with the encodings docs/FORMAT.md §1
 // lists (PLAIN, and a dictionary for the shard column of a run of many shards only), in
 // data pages of about parquetPageSize, and reads back to the same rows, returning every

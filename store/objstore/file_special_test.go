@@ -189,25 +189,33 @@ func TestFileBucketCreateOnlyOverANonObjectSaysSo(t *testing.T) {
 	}
 }
 
-// TestOpenExistingBucketCreatesNoRoot: OpenExistingBucket refuses a file:// root that does not
-// exist, or that is a file, a FIFO (at once, never waiting on it) or a symlink to one, as
-// invalid input and creates nothing; an existing root opens as OpenBucket opens it.
-func TestOpenExistingBucketCreatesNoRoot(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	file, fifo := filepath.Join(dir, "file"), filepath.Join(dir, "fifo")
+// rootsInTheWay makes in a temporary directory dir roots that cannot be a directory: a file
+// "file", a FIFO "fifo", symlinks "to-file" and "to-fifo" to them, and "dangling", a symlink
+// to "nowhere", which does not exist.
+func rootsInTheWay(t *testing.T) (dir, file, fifo string) {
+	t.Helper()
+	dir = t.TempDir()
+	file, fifo = filepath.Join(dir, "file"), filepath.Join(dir, "fifo")
 	if err := os.WriteFile(file, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(fifo, filepath.Join(dir, "to-fifo")); err != nil {
-		t.Fatal(err)
+	for link, target := range map[string]string{"to-file": file, "to-fifo": fifo, "dangling": filepath.Join(dir, "nowhere")} {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := os.Symlink(filepath.Join(dir, "nowhere"), filepath.Join(dir, "dangling")); err != nil {
-		t.Fatal(err)
-	}
+	return dir, file, fifo
+}
+
+// TestOpenExistingBucketCreatesNoRoot: OpenExistingBucket refuses a file:// root that does not
+// exist, or that is a file, a FIFO (at once, never waiting on it) or a symlink to one, as
+// invalid input and creates nothing; an existing root opens as OpenBucket opens it.
+func TestOpenExistingBucketCreatesNoRoot(t *testing.T) {
+	ctx := context.Background()
+	dir, file, fifo := rootsInTheWay(t)
 	missing := filepath.Join(dir, "not", "yet")
 	for root, want := range map[string]string{
 		missing:                        "does not exist",
@@ -253,21 +261,8 @@ func TestOpenExistingBucketCreatesNoRoot(t *testing.T) {
 // exist passes CheckURL, which leaves it for OpenBucket to create.
 func TestFileRootThatCannotBeADirectoryIsInvalid(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	file, fifo := filepath.Join(dir, "file"), filepath.Join(dir, "fifo")
-	if err := os.WriteFile(file, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir, file, fifo := rootsInTheWay(t)
 	toFile, dangling := filepath.Join(dir, "to-file"), filepath.Join(dir, "dangling")
-	if err := os.Symlink(file, toFile); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(filepath.Join(dir, "nowhere"), dangling); err != nil {
-		t.Fatal(err)
-	}
 	for root, want := range map[string]string{
 		file:                                   fmt.Sprintf("root %q is not a directory", file),
 		fifo:                                   fmt.Sprintf("root %q is not a directory", fifo),

@@ -236,14 +236,8 @@ func requireTokenRefusedOnce(t *testing.T, universe, reason string, requests *at
 // the answer out, and the operation's error adds the reason back.
 func TestGCSTokenRefusalIsNotRetriedWhateverItsReason(t *testing.T) {
 	var requests atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		requests.Add(1)
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusBadRequest)
-		_, _ = fmt.Fprintf(w, `{"error":"invalid_grant","error_description":%q}`, tokenRefusalReason)
-	}))
-	t.Cleanup(srv.Close)
+	srv := refusingTokenEndpoint(t, "/token",
+		fmt.Sprintf(`{"error":"invalid_grant","error_description":%q}`, tokenRefusalReason), &requests)
 	serviceAccountAt(t, srv.URL+"/token")
 	requireTokenRefusedOnce(t, "refused.invalid", "invalid_grant: "+tokenRefusalReason, &requests)
 }
@@ -301,55 +295,53 @@ func TestGCSTokenExchangeRefusalIsNotRetriedWhateverItsReason(t *testing.T) {
 	oauthRefusal := fmt.Sprintf(`{"error":"invalid_grant","error_description":%q}`, tokenRefusalReason)
 	googleRefusal := fmt.Sprintf(`{"error":{"code":400,"message":%q,"status":"INVALID_ARGUMENT"}}`,
 		tokenRefusalReason)
-	t.Run("external account", func(t *testing.T) {
-		var requests atomic.Int64
-		srv := refusingTokenEndpoint(t, "/sts", oauthRefusal, &requests)
+	// externalAccount is an external account exchanging a subject token at url+"/sts", and
+	// impersonating at url+"/impersonate" if impersonating.
+	externalAccount := func(t *testing.T, url string, impersonating bool) map[string]any {
 		subject := filepath.Join(t.TempDir(), "subject-token")
 		require.NoError(t, os.WriteFile(subject, []byte("a-subject-token"), 0o600))
-		credentialsAt(t, map[string]any{
+		creds := map[string]any{
 			"type":               "external_account",
 			"audience":           "//iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/p/providers/q",
 			"subject_token_type": "urn:ietf:params:oauth:token-type:jwt",
-			"token_url":          srv.URL + "/sts",
+			"token_url":          url + "/sts",
 			"credential_source":  map[string]any{"file": subject},
-		})
-		requireTokenRefusedOnce(t, "sts.invalid", "invalid_grant: "+tokenRefusalReason, &requests)
-	})
-	t.Run("external account impersonating", func(t *testing.T) {
-		var requests atomic.Int64
-		srv := refusingTokenEndpoint(t, "/impersonate", googleRefusal, &requests)
-		subject := filepath.Join(t.TempDir(), "subject-token")
-		require.NoError(t, os.WriteFile(subject, []byte("a-subject-token"), 0o600))
-		credentialsAt(t, map[string]any{
-			"type":                              "external_account",
-			"audience":                          "//iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/p/providers/q",
-			"subject_token_type":                "urn:ietf:params:oauth:token-type:jwt",
-			"token_url":                         srv.URL + "/sts",
-			"service_account_impersonation_url": srv.URL + "/impersonate",
-			"credential_source":                 map[string]any{"file": subject},
-		})
-		requireTokenRefusedOnce(t, "stsimp.invalid", tokenRefusalReason, &requests)
-	})
-	t.Run("impersonated service account", func(t *testing.T) {
-		var requests atomic.Int64
-		srv := refusingTokenEndpoint(t, "/impersonate", googleRefusal, &requests)
-		credentialsAt(t, map[string]any{
+		}
+		if impersonating {
+			creds["service_account_impersonation_url"] = url + "/impersonate"
+		}
+		return creds
+	}
+	impersonated := func(t *testing.T, url string) map[string]any {
+		return map[string]any{
 			"type":                              "impersonated_service_account",
-			"service_account_impersonation_url": srv.URL + "/impersonate",
-			"source_credentials":                serviceAccount(t, srv.URL+"/token"),
-		})
-		requireTokenRefusedOnce(t, "imp.invalid", tokenRefusalReason, &requests)
-	})
-	t.Run("impersonated service account whose own is refused", func(t *testing.T) {
+			"service_account_impersonation_url": url + "/impersonate",
+			"source_credentials":                serviceAccount(t, url+"/token"),
+		}
+	}
+	for _, tc := range []struct {
+		name, refusedPath, refusal string
+		creds                      func(t *testing.T, url string) map[string]any
+		universe, reason           string
+	}{
+		{"external account", "/sts", oauthRefusal,
+			func(t *testing.T, url string) map[string]any { return externalAccount(t, url, false) },
+			"sts.invalid", "invalid_grant: " + tokenRefusalReason},
+		{"external account impersonating", "/impersonate", googleRefusal,
+			func(t *testing.T, url string) map[string]any { return externalAccount(t, url, true) },
+			"stsimp.invalid", tokenRefusalReason},
+		{"impersonated service account", "/impersonate", googleRefusal, impersonated,
+			"imp.invalid", tokenRefusalReason},
 		// The impersonation's client fetches the source credentials' token, whose
 		// RetrieveError oauth2 then makes text of (%v).
-		var requests atomic.Int64
-		srv := refusingTokenEndpoint(t, "/token", oauthRefusal, &requests)
-		credentialsAt(t, map[string]any{
-			"type":                              "impersonated_service_account",
-			"service_account_impersonation_url": srv.URL + "/impersonate",
-			"source_credentials":                serviceAccount(t, srv.URL+"/token"),
+		{"impersonated service account whose own is refused", "/token", oauthRefusal, impersonated,
+			"impsrc.invalid", "invalid_grant: " + tokenRefusalReason},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var requests atomic.Int64
+			srv := refusingTokenEndpoint(t, tc.refusedPath, tc.refusal, &requests)
+			credentialsAt(t, tc.creds(t, srv.URL))
+			requireTokenRefusedOnce(t, tc.universe, tc.reason, &requests)
 		})
-		requireTokenRefusedOnce(t, "impsrc.invalid", "invalid_grant: "+tokenRefusalReason, &requests)
-	})
+	}
 }

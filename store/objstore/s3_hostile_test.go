@@ -103,6 +103,26 @@ func requireEmptyPagesBounded(t *testing.T, open func(*testing.T, http.HandlerFu
 	}
 }
 
+// requireRepeatedDirsPageFails opens a bucket whose server answers each listing with the page
+// of prefixes p/a/ and p/b/ that dirsPage writes under one token for ever, refusing the
+// 1,001st request so that an endless listing ends the test instead of hanging it, and wants
+// ListDirs to fail after requests requests.
+func requireRepeatedDirsPageFails(t *testing.T, open func(*testing.T, http.HandlerFunc) *objstore.Bucket,
+	dirsPage func(w http.ResponseWriter), requests int64, why string) {
+	t.Helper()
+	var asked atomic.Int64
+	b := open(t, func(w http.ResponseWriter, r *http.Request) {
+		if asked.Add(1) > 1000 {
+			w.WriteHeader(http.StatusForbidden)
+			return
+		}
+		dirsPage(w)
+	})
+	_, err := b.ListDirs(context.Background(), "p/")
+	require.ErrorContains(t, err, "malformed listing")
+	require.Equal(t, requests, asked.Load(), why)
+}
+
 // A server's listing that leaves out a key's LastModified made gocloud's s3blob dereference
 // nil and panic, which ended the process; the listing fails instead.
 func TestS3ListingWithoutLastModifiedFails(t *testing.T) {
@@ -144,17 +164,9 @@ func TestS3ListingOutOfPrefixOrOrderFails(t *testing.T) {
 // endless, its result growing all the while. The server refuses the 1,001st request, so that
 // an endless listing ends the test instead of hanging it.
 func TestS3ListingDirsRepeatedFails(t *testing.T) {
-	var requests atomic.Int64
-	b := openHostileS3(t, func(w http.ResponseWriter, r *http.Request) {
-		if requests.Add(1) > 1000 {
-			w.WriteHeader(http.StatusForbidden)
-			return
-		}
+	requireRepeatedDirsPageFails(t, openHostileS3, func(w http.ResponseWriter) {
 		listAnswer(w, nil, []string{"p/a/", "p/b/"}, true, "same")
-	})
-	_, err := b.ListDirs(context.Background(), "p/")
-	require.ErrorContains(t, err, "malformed listing")
-	require.Equal(t, int64(2), requests.Load(), "the listing ends at the repeated page")
+	}, 2, "the listing ends at the repeated page")
 }
 
 // requireEveryListingFails runs each kind of listing of prefix p/ and wants it to fail with

@@ -15,6 +15,21 @@ import (
 	"github.com/walkeeper/walkeeper/worker"
 )
 
+// runConfig is the configuration of a Run of instance on a fresh file:// root and the Temporal
+// server at hostPort, with no schedule, stuck scan or fairness probe to wait on.
+func runConfig(t *testing.T, instance, hostPort string) worker.Config {
+	t.Helper()
+	cfg := worker.DefaultConfig()
+	cfg.Instance = instance
+	cfg.Storage = "file://" + filepath.ToSlash(filepath.Join(t.TempDir(), "storage"))
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Temporal.HostPort = hostPort
+	cfg.SweepInterval, cfg.ReconcileInterval, cfg.StuckScanInterval = 0, 0, 0
+	cfg.FairnessProbe = false
+	cfg.ShutdownTimeout = 10 * time.Second
+	return cfg
+}
+
 // `walkeeper worker` opened its storage before it dialed Temporal, to refuse a root it cannot
 // make, closed it, and Start opened it a second time. Now Run takes the bucket the command
 // opened and the store runs on it: the worker closes that bucket when it stops, which a
@@ -23,14 +38,7 @@ import (
 func TestRunRunsTheStoreOnTheBucketItIsGiven(t *testing.T) {
 	testtemporal.SkipShort(t)
 	hostPort, c := testtemporal.Start(t)
-	cfg := worker.DefaultConfig()
-	cfg.Instance = "given-bucket"
-	cfg.Storage = "file://" + filepath.ToSlash(filepath.Join(t.TempDir(), "storage"))
-	cfg.Listen = "127.0.0.1:0"
-	cfg.Temporal.HostPort = hostPort
-	cfg.SweepInterval, cfg.ReconcileInterval, cfg.StuckScanInterval = 0, 0, 0
-	cfg.FairnessProbe = false
-	cfg.ShutdownTimeout = 10 * time.Second
+	cfg := runConfig(t, "given-bucket", hostPort)
 	open := func() *objstore.Bucket {
 		b, err := objstore.OpenBucket(t.Context(), cfg.Storage)
 		require.NoError(t, err)

@@ -2,7 +2,6 @@ package worker_test
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -39,14 +38,7 @@ func TestRunEndsWhenATemporalWorkerStopsForGood(t *testing.T) {
 	}
 	t.Cleanup(c.Close)
 
-	cfg := worker.DefaultConfig()
-	cfg.Instance = "fatal"
-	cfg.Storage = "file://" + filepath.ToSlash(filepath.Join(t.TempDir(), "storage"))
-	cfg.Listen = "127.0.0.1:0"
-	cfg.Temporal.HostPort = hostPort
-	cfg.SweepInterval, cfg.ReconcileInterval, cfg.StuckScanInterval = 0, 0, 0
-	cfg.FairnessProbe = false
-	cfg.ShutdownTimeout = 10 * time.Second
+	cfg := runConfig(t, "fatal", hostPort)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ran := make(chan error, 1)

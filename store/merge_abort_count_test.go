@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // abortReports is what a MergeWal run counts reclaimed for a pass its Abort found committed:
@@ -24,19 +22,12 @@ func abortReports(ar AbortResult, p *PreparedMerge) int {
 // finds its own run: between them they report the pass once.
 func TestFindingAbortOfARacingLoserReportsThePassOnce(t *testing.T) {
 	ctx := context.Background()
-	db, s := newGenericStore(t, "file://"+t.TempDir(), "abortonce")
-	sealGenerations(t, s, 4)
-	winner, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf-1/act-1"})
-	require.NoError(t, err)
-	loser, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf-2/act-1"})
-	require.NoError(t, err)
+	db, s, winner, loser := twoPrepares(t, "abortonce")
 
-	_, err = commitOne(ctx, s, winner) // published; its reply is lost
+	_, err := commitOne(ctx, s, winner) // published; its reply is lost
 	require.NoError(t, err)
 	healthy := db.bucket
-	db.bucket = db.bucket.WithFaults(objstore.FaultFuncs{BeforeFunc: func(string, string) error {
-		return errors.New("storage unreachable")
-	}})
+	db.bucket = db.bucket.WithFaults(failOn(errors.New("storage unreachable"), func(string, string) bool { return true }))
 	_, err = commitOne(ctx, s, loser)
 	require.Error(t, err, "the loser's commit fails outright")
 	db.bucket = healthy

@@ -19,9 +19,7 @@ func (s *Store) claimKey(p *PreparedMerge) string {
 // claimExists reports whether the attempt's claim object is still in storage.
 func claimExists(t *testing.T, s *Store, p *PreparedMerge) bool {
 	t.Helper()
-	ok, err := s.db.bucket.Exists(context.Background(), s.claimKey(p))
-	require.NoError(t, err)
-	return ok
+	return onStorage(t, s.db.bucket, s.claimKey(p))
 }
 
 // Claims are collected as soon as the watermark makes them meaningless, and kept exactly
@@ -85,9 +83,7 @@ func TestRetriedPrepareKeepsTheRunOfAClaimedCommit(t *testing.T) {
 	retried, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf/Prepare/run-1/2", MaxGenerations: &eight})
 	require.NoError(t, err)
 	require.Equal(t, uint64(3), retried.Through)
-	ok, err := s.db.bucket.Exists(ctx, old.Staged[0].Path)
-	require.NoError(t, err)
-	require.True(t, ok, "the retry deleted the staged run of a claimed commit")
+	require.True(t, onStorage(t, s.db.bucket, old.Staged[0].Path), "the retry deleted the staged run of a claimed commit")
 
 	// The old commit lands; the retry's own commit is then stale, and the rows are whole.
 	publishOnly(t, s, old)
@@ -149,9 +145,7 @@ func TestRetriedPrepareRacingTheOldCommitKeepsLiveRuns(t *testing.T) {
 			base, err := s.loadBase(ctx)
 			require.NoError(t, err)
 			for _, r := range base.Runs {
-				ok, err := db1.bucket.Exists(ctx, r.Path)
-				require.NoError(t, err)
-				require.True(t, ok, "the base names run %s, which the retried Prepare deleted", r.Path)
+				require.True(t, onStorage(t, db1.bucket, r.Path), "the base names run %s, which the retried Prepare deleted", r.Path)
 			}
 			if retried != nil {
 				if _, err := commitOne(ctx, s, retried); err != nil {

@@ -58,9 +58,7 @@ func countedStore(t *testing.T, name string) (*DB, *Store, *opCounter) {
 
 func stagedExists(t *testing.T, s *Store, p *PreparedMerge) bool {
 	t.Helper()
-	ok, err := s.db.bucket.Exists(context.Background(), p.Staged[0].Path)
-	require.NoError(t, err)
-	return ok
+	return onStorage(t, s.db.bucket, p.Staged[0].Path)
 }
 
 // A merge terminated between Prepare and commit leaves its staged run under an attempt
@@ -304,7 +302,5 @@ func TestCollectorKeepsQuarantinedRuns(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.collectAbandonedStaged(ctx, nil)
 	require.NoError(t, err)
-	ok, err := db.bucket.Exists(ctx, run)
-	require.NoError(t, err)
-	require.True(t, ok, "a quarantined run stays on storage")
+	require.True(t, onStorage(t, db.bucket, run), "a quarantined run stays on storage")
 }

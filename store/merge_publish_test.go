@@ -288,12 +288,7 @@ func TestCommitRoundCrashPoints(t *testing.T) {
 		published bool
 	}{
 		{"before-publish", func([]string) objstore.FaultFuncs {
-			return objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
-				if op == objstore.OpPutIfAbsent && isBase(key) {
-					return injected
-				}
-				return nil
-			}}
+			return failOn(injected, func(op, key string) bool { return op == objstore.OpPutIfAbsent && isBase(key) })
 		}, false},
 		{"publish-landed-reply-lost", func([]string) objstore.FaultFuncs {
 			return objstore.FaultFuncs{AfterFunc: func(op, key string, err error) error {
@@ -304,29 +299,16 @@ func TestCommitRoundCrashPoints(t *testing.T) {
 			}}
 		}, true},
 		{"after-publish-before-drains", func([]string) objstore.FaultFuncs {
-			return objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
-				if op == objstore.OpPutIfAbsent && isShardManifest(key) {
-					return injected
-				}
-				return nil
-			}}
+			return failOn(injected, func(op, key string) bool { return op == objstore.OpPutIfAbsent && isShardManifest(key) })
 		}, true},
 		{"between-drains", func(shards []string) objstore.FaultFuncs {
 			// Only the second shard's drain fails: the others are drained.
-			return objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
-				if op == objstore.OpPutIfAbsent && isShardManifest(key) && strings.Contains(key, "/"+shards[1]+"/") {
-					return injected
-				}
-				return nil
-			}}
+			return failOn(injected, func(op, key string) bool {
+				return op == objstore.OpPutIfAbsent && isShardManifest(key) && strings.Contains(key, "/"+shards[1]+"/")
+			})
 		}, true},
 		{"during-claim-clean-up", func([]string) objstore.FaultFuncs {
-			return objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
-				if op == objstore.OpDelete && strings.Contains(key, "/attempts/") {
-					return injected
-				}
-				return nil
-			}}
+			return failOn(injected, func(op, key string) bool { return op == objstore.OpDelete && strings.Contains(key, "/attempts/") })
 		}, true},
 	}
 	for _, tc := range cases {
@@ -378,22 +360,17 @@ func TestCommitRoundCompensationCrash(t *testing.T) {
 	require.Equal(t, []string{"committed", "stale"}, outcomes(res))
 
 	injected := errors.New("injected crash")
-	ff := objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
-		if op == objstore.OpDelete && strings.HasSuffix(key, ".parquet") {
-			return injected
-		}
-		return nil
-	}}
+	ff := failOn(injected, func(op, key string) bool {
+		return op == objstore.OpDelete && strings.HasSuffix(key, ".parquet")
+	})
 	f.faults.Store(&ff)
 	_, err = f.committer.Abort(ctx, ps[1])
 	require.ErrorIs(t, err, injected)
 	f.faults.Store(nil)
-	ok, err := f.committer.db.bucket.Exists(ctx, ps[1].Staged[0].Path)
-	require.NoError(t, err)
 	// The round that committed its range ahead already collected the staged run
 	// (collectAbandonedStaged): no commit of it could publish it. The Abort still settles
 	// the attempt.
-	require.False(t, ok, "collected by the round that covered its range")
+	require.False(t, onStorage(t, f.committer.db.bucket, ps[1].Staged[0].Path), "collected by the round that covered its range")
 	require.Equal(t, f.want, allRows(t, f.writers[0], SourceAll))
 
 	ar, err := f.committer.Abort(ctx, ps[1])

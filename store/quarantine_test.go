@@ -57,9 +57,7 @@ func TestQuarantineDamagedGenerationUnblocksTheShard(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, st.TotalPending())
 	require.Equal(t, map[string]int64{"a": 1, "b": 1, "d": 3}, allRows(t, s, SourceBase))
-	ok, err := db.bucket.Exists(ctx, bad)
-	require.NoError(t, err)
-	require.True(t, ok, "clean-up after the merge must not delete a quarantined object")
+	require.True(t, onStorage(t, db.bucket, bad), "clean-up after the merge must not delete a quarantined object")
 
 	// New appends and merges go on as usual.
 	seal(t, s, row("c", 4))
@@ -99,9 +97,7 @@ func TestQuarantineDamagedRunUnblocksReadsAndCompaction(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, st.Quarantined)
 	require.Equal(t, 1, st.Runs)
-	ok, err := db.bucket.Exists(ctx, bad)
-	require.NoError(t, err)
-	require.True(t, ok, "compaction must not delete a quarantined run")
+	require.True(t, onStorage(t, db.bucket, bad), "compaction must not delete a quarantined run")
 }
 
 // A committed merge's run that an operator quarantined is live in no manifest, yet no late
@@ -128,9 +124,7 @@ func TestLateMergeStepsKeepAQuarantinedRun(t *testing.T) {
 				_, err = s.CommitRound(ctx, []*PreparedMerge{p})
 				require.NoError(t, err)
 			}
-			ok, err := db.bucket.Exists(ctx, p.Staged[0].Path)
-			require.NoError(t, err)
-			require.True(t, ok, "a quarantined run stays on storage")
+			require.True(t, onStorage(t, db.bucket, p.Staged[0].Path), "a quarantined run stays on storage")
 		})
 	}
 }

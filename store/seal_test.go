@@ -97,9 +97,7 @@ func TestFindingLateGenerationPutDoesNotReplaceTheRetry(t *testing.T) {
 	_, err = reader.MergeAll(ctx)
 	require.NoError(t, err)
 	require.Equal(t, want, allRows(t, reader, SourceBase))
-	there, err := raw.Exists(ctx, abandoned)
-	require.NoError(t, err)
-	require.False(t, there, "the merge that passed its number deleted the late file")
+	require.False(t, onStorage(t, raw, abandoned), "the merge that passed its number deleted the late file")
 }
 
 // TestFindingSealWhoseVersionLandedPublishesItOnce: a seal's manifest version lands but its
@@ -181,9 +179,7 @@ func TestFindingFencedWritersGapFileIsDeleted(t *testing.T) {
 	require.Error(t, err)
 	owner.bucket = raw
 	gap := genKey(s.target, owner.shard, 2, 1)
-	there, err := raw.Exists(ctx, gap)
-	require.NoError(t, err)
-	require.True(t, there, "the second failed seal left %s", gap)
+	require.True(t, onStorage(t, raw, gap), "the second failed seal left %s", gap)
 
 	successor := openGeneric(t, openTestDB(t, url, "w"), "gap") // the same instance id: it fences s
 	appendRows(t, successor, row("b", 2))
@@ -193,12 +189,9 @@ func TestFindingFencedWritersGapFileIsDeleted(t *testing.T) {
 
 	// The successor's own seal fails after its put: a file of the current epoch above the
 	// watermark, which a merge must keep (it may be a seal between its put and its manifest).
-	successor.db.bucket = successor.db.bucket.WithFaults(objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
-		if op == objstore.OpPut && strings.HasPrefix(key, demandDir+"/") {
-			return fmt.Errorf("injected: the demand record after the generation failed")
-		}
-		return nil
-	}})
+	successor.db.bucket = successor.db.bucket.WithFaults(failOn(fmt.Errorf("injected: the demand record after the generation failed"), func(op, key string) bool {
+		return op == objstore.OpPut && strings.HasPrefix(key, demandDir+"/")
+	}))
 	appendRows(t, successor, row("c", 3))
 	_, err = successor.Flush(ctx)
 	require.Error(t, err)
@@ -207,12 +200,8 @@ func TestFindingFencedWritersGapFileIsDeleted(t *testing.T) {
 	reader := openGeneric(t, openTestDB(t, url, "r"), "gap")
 	_, err = reader.MergeAll(ctx) // merges generation 1 only
 	require.NoError(t, err)
-	there, err = raw.Exists(ctx, gap)
-	require.NoError(t, err)
-	require.False(t, there, "the merge deleted the fenced writer's gap file %s", gap)
-	there, err = raw.Exists(ctx, inFlight)
-	require.NoError(t, err)
-	require.True(t, there, "the merge kept the current writer's unlisted file %s", inFlight)
+	require.False(t, onStorage(t, raw, gap), "the merge deleted the fenced writer's gap file %s", gap)
+	require.True(t, onStorage(t, raw, inFlight), "the merge kept the current writer's unlisted file %s", inFlight)
 
 	successor.db.bucket = raw
 	res, err = successor.Flush(ctx)

@@ -63,6 +63,38 @@ func newGenericStore(t *testing.T, url, name string, tweak ...func(*Options)) (*
 	return db, createGeneric(t, db, name, false)
 }
 
+// twoPrepares creates the generic store name on a fresh file:// DB, seals four generations
+// and prepares them twice, as two attempts racing on one pass.
+func twoPrepares(t *testing.T, name string) (db *DB, s *Store, p1, p2 *PreparedMerge) {
+	t.Helper()
+	db, s = newGenericStore(t, "file://"+t.TempDir(), name)
+	sealGenerations(t, s, 4)
+	var err error
+	p1, err = s.Prepare(context.Background(), PrepareParams{AttemptKey: "wf-1/act-1"})
+	require.NoError(t, err)
+	p2, err = s.Prepare(context.Background(), PrepareParams{AttemptKey: "wf-2/act-1"})
+	require.NoError(t, err)
+	return db, s, p1, p2
+}
+
+// onStorage reports whether key exists in b.
+func onStorage(t *testing.T, b *objstore.Bucket, key string) bool {
+	t.Helper()
+	ok, err := b.Exists(context.Background(), key)
+	require.NoError(t, err)
+	return ok
+}
+
+// failOn returns faults that fail every operation match picks, before it runs, with err.
+func failOn(err error, match func(op, key string) bool) objstore.FaultFuncs {
+	return objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
+		if match(op, key) {
+			return err
+		}
+		return nil
+	}}
+}
+
 func openGeneric(t *testing.T, db *DB, name string) *Store {
 	t.Helper()
 	s, err := db.Open(context.Background(), Target{Kind: KindGeneric, Name: name})
@@ -391,12 +423,7 @@ func TestNewestWriteWinsAcrossShardsAndMerges(t *testing.T) {
 // Two prepares of the same generations commit once; the loser's files are removed.
 func TestTwoPreparesOfOneShardCommitOnce(t *testing.T) {
 	ctx := context.Background()
-	db, s := newGenericStore(t, "file://"+t.TempDir(), "twice")
-	sealGenerations(t, s, 4)
-	p1, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf-1/act-1"})
-	require.NoError(t, err)
-	p2, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf-2/act-1"})
-	require.NoError(t, err)
+	db, s, p1, p2 := twoPrepares(t, "twice")
 	require.NotEqual(t, p1.Staged[0].Path, p2.Staged[0].Path)
 
 	r1, err := commitOne(ctx, s, p1)
@@ -407,9 +434,7 @@ func TestTwoPreparesOfOneShardCommitOnce(t *testing.T) {
 	require.Equal(t, RoundAlreadyCommitted, r2.Outcome)
 	require.Equal(t, r1.BaseVersion, r2.BaseVersion, "the second commit published nothing")
 
-	ok, err := db.bucket.Exists(ctx, p2.Staged[0].Path)
-	require.NoError(t, err)
-	require.False(t, ok, "the losing attempt's staged file is removed")
+	require.False(t, onStorage(t, db.bucket, p2.Staged[0].Path), "the losing attempt's staged file is removed")
 	// Re-committing the winner is idempotent too.
 	r3, err := commitOne(ctx, s, p1)
 	require.NoError(t, err)
@@ -428,15 +453,11 @@ func TestFindingTwoRunsRacingOnOnePassReportItsReclaimOnce(t *testing.T) {
 	for _, race := range []string{"after", "lost publish"} {
 		t.Run(race, func(t *testing.T) {
 			ctx := context.Background()
-			db, s := newGenericStore(t, "file://"+t.TempDir(), "reclaimonce")
-			sealGenerations(t, s, 4)
-			p1, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf-1/act-1"})
-			require.NoError(t, err)
-			p2, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf-2/act-1"})
-			require.NoError(t, err)
+			db, s, p1, p2 := twoPrepares(t, "reclaimonce")
 
 			var r1 RoundShardResult
 			var armed atomic.Bool
+			var err error
 			if race == "after" {
 				r1, err = commitOne(ctx, s, p1)
 				require.NoError(t, err)

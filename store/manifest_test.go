@@ -114,8 +114,7 @@ func TestLoadBaseReusesDecodeOfSameVersion(t *testing.T) {
 	_, w := newGenericStore(t, url, "basecache")
 	other := openGeneric(t, openTestDB(t, url, "w2"), "basecache")
 
-	before, err := other.loadBase(ctx)
-	require.NoError(t, err)
+	before := mustLoadBase(ctx, t, other)
 	require.Zero(t, before.Version)
 
 	sealGenerations(t, w, 2)
@@ -124,19 +123,15 @@ func TestLoadBaseReusesDecodeOfSameVersion(t *testing.T) {
 	res, err := commitOne(ctx, w, p)
 	require.NoError(t, err)
 
-	own, err := w.loadBase(ctx)
-	require.NoError(t, err)
+	own := mustLoadBase(ctx, t, w)
 	require.Equal(t, res.BaseVersion, own.Version)
-	again, err := w.loadBase(ctx)
-	require.NoError(t, err)
+	again := mustLoadBase(ctx, t, w)
 	require.Same(t, own, again, "the committer reuses its draft")
 
-	b1, err := other.loadBase(ctx)
-	require.NoError(t, err)
+	b1 := mustLoadBase(ctx, t, other)
 	require.Equal(t, res.BaseVersion, b1.Version, "the storage read finds the new version")
 	require.Len(t, b1.Runs, len(own.Runs))
-	b2, err := other.loadBase(ctx)
-	require.NoError(t, err)
+	b2 := mustLoadBase(ctx, t, other)
 	require.Same(t, b1, b2)
 	require.Zero(t, before.Version)
 	require.Empty(t, before.Runs, "a decode handed out is never changed")

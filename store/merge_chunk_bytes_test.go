@@ -35,15 +35,13 @@ func TestFindingLargeRowsAmongSmallOnesKeepChunksToTheirBytes(t *testing.T) {
 		}
 		appendRows(t, s, rs...)
 		flush(t, s)
-		_, err := s.MergeAll(ctx)
-		require.NoError(t, err)
+		mustMergeAll(ctx, t, s)
 	}
 	want := bigList(t, s)
 
 	// largestRowGroup is the most value bytes one row group of a run holds, uncompressed.
 	largestRowGroup := func() int64 {
-		base, err := s.loadBase(ctx)
-		require.NoError(t, err)
+		base := mustLoadBase(ctx, t, s)
 		var most int64
 		for _, r := range base.Runs {
 			data, err := db.bucket.Get(ctx, r.Path)

@@ -54,8 +54,7 @@ func TestAttemptClaimsDoNotAccumulate(t *testing.T) {
 	// Another attempt merges the same generation: the round that moves the watermark past
 	// the aborted range collects the claim (collectSettledClaims), and aborting the stale one
 	// again leaves none either.
-	_, err = s.MergeAll(ctx)
-	require.NoError(t, err)
+	mustMergeAll(ctx, t, s)
 	require.False(t, claimExists(t, s, stale), "the round that covered the aborted range left its claim")
 	_, err = s.Abort(ctx, stale)
 	require.NoError(t, err)
@@ -91,8 +90,7 @@ func TestRetriedPrepareKeepsTheRunOfAClaimedCommit(t *testing.T) {
 	require.ErrorIs(t, err, ErrStalePreparation)
 	_, err = s.Abort(ctx, retried)
 	require.NoError(t, err)
-	_, err = s.MergeAll(ctx)
-	require.NoError(t, err)
+	mustMergeAll(ctx, t, s)
 	require.Equal(t, map[string]int64{"a": 1, "b": 2, "c": 3}, allRows(t, s, SourceAll))
 }
 
@@ -142,8 +140,7 @@ func TestRetriedPrepareRacingTheOldCommitKeepsLiveRuns(t *testing.T) {
 			}
 			require.False(t, armed.Load(), "the old commit ran")
 
-			base, err := s.loadBase(ctx)
-			require.NoError(t, err)
+			base := mustLoadBase(ctx, t, s)
 			for _, r := range base.Runs {
 				require.True(t, onStorage(t, db1.bucket, r.Path), "the base names run %s, which the retried Prepare deleted", r.Path)
 			}
@@ -154,8 +151,7 @@ func TestRetriedPrepareRacingTheOldCommitKeepsLiveRuns(t *testing.T) {
 					require.NoError(t, err)
 				}
 			}
-			_, err = s.MergeAll(ctx)
-			require.NoError(t, err)
+			mustMergeAll(ctx, t, s)
 			require.Equal(t, map[string]int64{"a": 1, "b": 2, "c": 3}, allRows(t, s, SourceAll))
 		})
 	}

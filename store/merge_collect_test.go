@@ -218,8 +218,7 @@ func TestCollectorsSkipForeignKeys(t *testing.T) {
 	s := createGeneric(t, db, "foreign", false)
 	seal(t, s, row("a", 1))
 	seal(t, s, row("b", 2))
-	_, err := s.MergeAll(ctx)
-	require.NoError(t, err)
+	mustMergeAll(ctx, t, s)
 
 	hex := strings.Repeat("0", 24)
 	data := []string{
@@ -261,8 +260,7 @@ func TestCollectorsAreBoundedPerRound(t *testing.T) {
 	ctx := context.Background()
 	db, s := newGenericStore(t, fmt.Sprintf("mem://collect-bound-%d", testURLSeq.Add(1)), "bound")
 	seal(t, s, row("a", 1))
-	_, err := s.MergeAll(ctx)
-	require.NoError(t, err)
+	mustMergeAll(ctx, t, s)
 	shard := db.Shard()
 	for i := range collectPerRound + 1 {
 		attempt := fmt.Sprintf("gone-%d", i)
@@ -288,13 +286,11 @@ func TestCollectorKeepsQuarantinedRuns(t *testing.T) {
 	db := openTestDB(t, newMemURL(), "w1")
 	s := createGeneric(t, db, "collectq", false)
 	seal(t, s, row("a", 1))
-	_, err := s.MergeAll(ctx)
-	require.NoError(t, err)
-	base, err := s.loadBase(ctx)
-	require.NoError(t, err)
+	mustMergeAll(ctx, t, s)
+	base := mustLoadBase(ctx, t, s)
 	require.Len(t, base.Runs, 1)
 	run := base.Runs[0].Path
-	_, err = s.Quarantine(ctx, run, "operator: bad disk")
+	_, err := s.Quarantine(ctx, run, "operator: bad disk")
 	require.NoError(t, err)
 
 	seal(t, s, row("b", 2))

@@ -119,8 +119,7 @@ func (f *roundFixture) requireConverged(t *testing.T) {
 	s := f.writers[0]
 	require.Equal(t, f.want, allRows(t, s, SourceAll))
 	require.Equal(t, f.want, allRows(t, s, SourceBase))
-	base, err := s.loadBase(ctx)
-	require.NoError(t, err)
+	base := mustLoadBase(ctx, t, s)
 	// Each shard's generations 1..watermark are covered by exactly one merged run each: none
 	// is folded twice, none skipped.
 	covered := map[string][][2]uint64{}
@@ -199,8 +198,7 @@ func TestCommitRoundPublishesSeveralShardsInOneVersion(t *testing.T) {
 			require.NoError(t, err)
 			require.EqualValues(t, 1, res.BaseVersion, "one base version for the whole round")
 			require.Equal(t, []string{"committed", "committed", "committed", "committed", "committed"}, outcomes(res))
-			base, err := f.committer.loadBase(ctx)
-			require.NoError(t, err)
+			base := mustLoadBase(ctx, t, f.committer)
 			require.EqualValues(t, 1, base.Version)
 			require.Len(t, base.Runs, 5)
 			for i, w := range f.writers {
@@ -255,8 +253,7 @@ func TestCommitRoundLeavesStaleShardsOut(t *testing.T) {
 	require.Contains(t, res.Shards[1].Reason, "watermark 1 inside prepared range 1..3")
 	require.Contains(t, res.Shards[2].Reason, "was aborted")
 	require.Contains(t, res.Shards[3].Reason, "is missing")
-	base, err := f.committer.loadBase(ctx)
-	require.NoError(t, err)
+	base := mustLoadBase(ctx, t, f.committer)
 	require.EqualValues(t, 3, base.Watermarks[f.writers[0].db.Shard()])
 	require.EqualValues(t, 1, base.Watermarks[f.writers[1].db.Shard()])
 	require.Zero(t, base.Watermarks[f.writers[2].db.Shard()])
@@ -399,8 +396,7 @@ func TestCommitRoundRejectsBadInput(t *testing.T) {
 	bad.Staged = []StagedFile{{Path: "elsewhere/x.parquet"}}
 	_, err = f.committer.CommitRound(ctx, []*PreparedMerge{ps[0], &bad})
 	require.ErrorIs(t, err, ErrInvalidInput)
-	base, err := f.committer.loadBase(ctx)
-	require.NoError(t, err)
+	base := mustLoadBase(ctx, t, f.committer)
 	require.Zero(t, base.Version, "bad input writes nothing")
 	require.False(t, claimExists(t, f.committer, ps[0]))
 }

@@ -52,17 +52,15 @@ func requireReadsCorrupt(t *testing.T, url, key string, budget bool) {
 func requireCompactCorrupt(t *testing.T, s *Store) {
 	t.Helper()
 	ctx := context.Background()
-	_, err := s.MergeAll(ctx)
-	require.NoError(t, err)
-	_, err = s.CompactBase(ctx, CompactParams{MaxRuns: -1})
+	mustMergeAll(ctx, t, s)
+	_, err := s.CompactBase(ctx, CompactParams{MaxRuns: -1})
 	require.ErrorIs(t, err, ErrCorrupt)
 }
 
 func editBase(t *testing.T, s *Store, edit func(*manifest.Base)) {
 	t.Helper()
 	ctx := context.Background()
-	base, err := s.loadBase(ctx)
-	require.NoError(t, err)
+	base := mustLoadBase(ctx, t, s)
 	next := base.Next("test")
 	edit(next)
 	require.NoError(t, s.publishBase(ctx, next))

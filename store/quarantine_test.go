@@ -51,8 +51,7 @@ func TestQuarantineDamagedGenerationUnblocksTheShard(t *testing.T) {
 	// The rows only the damaged generation held are gone from reads (b falls back to its
 	// older version); everything else is intact, and merging runs to the end.
 	require.Equal(t, map[string]int64{"a": 1, "b": 1, "d": 3}, allRows(t, s, SourceAll))
-	_, err = s.MergeAll(ctx)
-	require.NoError(t, err)
+	mustMergeAll(ctx, t, s)
 	st, err = s.Stats(ctx)
 	require.NoError(t, err)
 	require.Zero(t, st.TotalPending())
@@ -61,8 +60,7 @@ func TestQuarantineDamagedGenerationUnblocksTheShard(t *testing.T) {
 
 	// New appends and merges go on as usual.
 	seal(t, s, row("c", 4))
-	_, err = s.MergeAll(ctx)
-	require.NoError(t, err)
+	mustMergeAll(ctx, t, s)
 	require.Equal(t, map[string]int64{"a": 1, "b": 1, "c": 4, "d": 3}, allRows(t, s, SourceBase))
 }
 
@@ -72,15 +70,13 @@ func TestQuarantineDamagedRunUnblocksReadsAndCompaction(t *testing.T) {
 	for i, k := range []string{"a", "b", "c"} {
 		seal(t, s, row(k, int64(i+1)))
 	}
-	_, err := s.MergeAll(ctx)
-	require.NoError(t, err)
-	base, err := s.loadBase(ctx)
-	require.NoError(t, err)
+	mustMergeAll(ctx, t, s)
+	base := mustLoadBase(ctx, t, s)
 	require.Len(t, base.Runs, 3)
 	bad := base.Runs[1].Path
 	require.NoError(t, db.bucket.Put(ctx, bad, []byte("garbage")))
 	db.cache.clear()
-	_, err = s.List(ctx, ListOptions{Source: SourceBase})
+	_, err := s.List(ctx, ListOptions{Source: SourceBase})
 	require.ErrorIs(t, err, ErrCorrupt)
 	_, err = s.CompactBase(ctx, CompactParams{MaxRuns: -1})
 	require.ErrorIs(t, err, ErrCorrupt)

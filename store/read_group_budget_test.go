@@ -241,8 +241,7 @@ func checkRetrySlackIsKeptForTheCachedRun(t *testing.T, url string) {
 	}
 	appendRows(t, s, rs...)
 	flush(t, s)
-	_, err := s.MergeAll(ctx)
-	require.NoError(t, err)
+	mustMergeAll(ctx, t, s)
 	sealPackedGenerations(t, s, 9)
 	snap, err := s.snapshot(ctx, true)
 	require.NoError(t, err)

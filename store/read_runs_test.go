@@ -42,8 +42,7 @@ func TestGetFromRunsPagedByRowGroups(t *testing.T) {
 		}
 		appendRows(t, s, rs...)
 		flush(t, s)
-		_, err := s.MergeAll(ctx)
-		require.NoError(t, err)
+		mustMergeAll(ctx, t, s)
 	}
 	// One WAL write of the tombstones, where a Delete each made 1,286 of them.
 	var dead []string
@@ -52,10 +51,8 @@ func TestGetFromRunsPagedByRowGroups(t *testing.T) {
 	}
 	deleteKeys(t, s, dead...)
 	flush(t, s)
-	_, err := s.MergeAll(ctx)
-	require.NoError(t, err)
-	base, err := s.loadBase(ctx)
-	require.NoError(t, err)
+	mustMergeAll(ctx, t, s)
+	base := mustLoadBase(ctx, t, s)
 	require.GreaterOrEqual(t, len(base.Runs), 2)
 	data, err := db.bucket.Get(ctx, base.Runs[0].Path)
 	require.NoError(t, err)
@@ -210,8 +207,7 @@ func TestCompressibleRunsFoundOneATimeStillRead(t *testing.T) {
 		}
 		appendRows(t, s, rs...)
 		flush(t, s)
-		_, err := s.MergeAll(ctx)
-		require.NoError(t, err)
+		mustMergeAll(ctx, t, s)
 	}
 	// A run read while another is in flight is slow, so the first footer that refuses its run
 	// arrives while the others are still being read.
@@ -259,10 +255,8 @@ func compressibleRun(t *testing.T, db *DB, name string) (*Store, manifest.Run) {
 	}
 	appendRows(t, s, rs...)
 	flush(t, s)
-	_, err := s.MergeAll(ctx)
-	require.NoError(t, err)
-	base, err := s.loadBase(ctx)
-	require.NoError(t, err)
+	mustMergeAll(ctx, t, s)
+	base := mustLoadBase(ctx, t, s)
 	require.Len(t, base.Runs, 1)
 	return s, base.Runs[0]
 }

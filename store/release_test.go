@@ -23,10 +23,8 @@ func TestReleaseRepairedRun(t *testing.T) {
 	seal(t, s, row("a", 1))
 	seal(t, s, row("b", 2), row("x", 2))
 	seal(t, s, row("c", 3))
-	_, err := s.MergeAll(ctx)
-	require.NoError(t, err)
-	base, err := s.loadBase(ctx)
-	require.NoError(t, err)
+	mustMergeAll(ctx, t, s)
+	base := mustLoadBase(ctx, t, s)
 	require.Len(t, base.Runs, 3)
 	bad, other := base.Runs[1].Path, base.Runs[2].Path
 	intact, err := db.bucket.Get(ctx, bad)
@@ -40,15 +38,12 @@ func TestReleaseRepairedRun(t *testing.T) {
 
 	require.NoError(t, s.Delete(ctx, "x"))
 	flush(t, s)
-	_, err = s.MergeAll(ctx)
-	require.NoError(t, err)
+	mustMergeAll(ctx, t, s)
 	_, err = s.CompactBase(ctx, CompactParams{MaxRuns: -1})
 	require.NoError(t, err)
 
 	version := func() uint64 {
-		b, err := s.loadBase(ctx)
-		require.NoError(t, err)
-		return b.Version
+		return mustLoadBase(ctx, t, s).Version
 	}
 	v := version()
 	_, err = s.Release(ctx, bad)
@@ -136,12 +131,10 @@ func quarantinedRun(t *testing.T, root, name string, rows ...Row) (*DB, *Store, 
 	ctx := context.Background()
 	db, s := newGenericStore(t, root, name)
 	seal(t, s, rows...)
-	_, err := s.MergeAll(ctx)
-	require.NoError(t, err)
-	base, err := s.loadBase(ctx)
-	require.NoError(t, err)
+	mustMergeAll(ctx, t, s)
+	base := mustLoadBase(ctx, t, s)
 	require.Len(t, base.Runs, 1)
-	_, err = s.Quarantine(ctx, base.Runs[0].Path, "set aside by the test")
+	_, err := s.Quarantine(ctx, base.Runs[0].Path, "set aside by the test")
 	require.NoError(t, err)
 	return db, s, base.Runs[0]
 }
@@ -184,15 +177,13 @@ func TestReleaseRefusesARunLongerThanTheMergeBudget(t *testing.T) {
 	ctx := context.Background()
 	root := newMemURL()
 	db, s, run := quarantinedRun(t, root, "budget", row("a", 1), row("b", 2))
-	base, err := s.loadBase(ctx)
-	require.NoError(t, err)
+	base := mustLoadBase(ctx, t, s)
 
 	small := openGeneric(t, openTestDB(t, root, "w2", func(o *Options) { o.Budget = NewBudget(run.Bytes - 1) }), "budget")
-	_, err = small.Release(ctx, run.Path)
+	_, err := small.Release(ctx, run.Path)
 	require.ErrorIs(t, err, ErrCorrupt)
 	require.ErrorContains(t, err, "longer than")
-	after, err := s.loadBase(ctx)
-	require.NoError(t, err)
+	after := mustLoadBase(ctx, t, s)
 	require.Equal(t, base.Version, after.Version, "a refused release publishes nothing")
 
 	fits := openGeneric(t, openTestDB(t, root, "w3", func(o *Options) { o.Budget = NewBudget(run.Bytes) }), "budget")
@@ -213,19 +204,16 @@ func TestReleasedRunReadInBatchesGetsItsEntryBack(t *testing.T) {
 	}
 	db, s := newGenericStore(t, newMemURL(), "batches")
 	seal(t, s, row("a", 1), row("b", 2))
-	_, err := s.MergeAll(ctx)
-	require.NoError(t, err)
+	mustMergeAll(ctx, t, s)
 	appendRows(t, s, rows...)
 	require.NoError(t, s.Delete(ctx, "a"))
 	require.NoError(t, s.Delete(ctx, "b"))
 	flush(t, s)
-	_, err = s.MergeAll(ctx)
-	require.NoError(t, err)
-	base, err := s.loadBase(ctx)
-	require.NoError(t, err)
+	mustMergeAll(ctx, t, s)
+	base := mustLoadBase(ctx, t, s)
 	require.Len(t, base.Runs, 2)
 	want := base.Runs[1]
-	_, err = s.Quarantine(ctx, want.Path, "set aside by the test")
+	_, err := s.Quarantine(ctx, want.Path, "set aside by the test")
 	require.NoError(t, err)
 
 	data, err := db.bucket.Get(ctx, want.Path)
@@ -237,8 +225,7 @@ func TestReleasedRunReadInBatchesGetsItsEntryBack(t *testing.T) {
 
 	_, err = s.Release(ctx, want.Path)
 	require.NoError(t, err)
-	base, err = s.loadBase(ctx)
-	require.NoError(t, err)
+	base = mustLoadBase(ctx, t, s)
 	require.Len(t, base.Runs, 2)
 	got := base.Runs[1]
 	want.Source = "" // not kept while set aside

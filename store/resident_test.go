@@ -542,8 +542,7 @@ func TestFindingEvictionAtPendingMaxKeepsUnsealedRows(t *testing.T) {
 	require.Equal(t, int64(1), got["n"])
 
 	merger := openGeneric(t, openTestDB(t, url, "m"), "held")
-	_, err = merger.MergeAll(ctx)
-	require.NoError(t, err)
+	mustMergeAll(ctx, t, merger)
 	later.Add(int64(manifestRefreshEvery)) // the eviction's seal read the manifest just now
 	_, err = openGeneric(t, db, "held").Flush(ctx)
 	require.NoError(t, err)

@@ -227,8 +227,7 @@ func TestS3AppendFlushMergeReadRoundTrip(t *testing.T) {
 	keys := listKeys(t, raw, "")
 	require.Contains(t, keys, "_registry/generic/rt.json")
 	require.Contains(t, keys, "generic/rt/store.json")
-	base, err := reader.loadBase(ctx)
-	require.NoError(t, err)
+	base := mustLoadBase(ctx, t, reader)
 	require.Contains(t, keys, fmt.Sprintf("generic/rt/_versions/%020d.json", base.Version))
 	for _, shard := range []string{w1.Shard(), w2.Shard()} {
 		require.Empty(t, genFilesOnDisk(t, reader, shard), "merged generation files deleted")

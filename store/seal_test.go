@@ -45,8 +45,7 @@ func TestFindingFencedSealKeepsTheGenerationItsLandedVersionLists(t *testing.T) 
 	require.NoError(t, err)
 	reader := openGeneric(t, openTestDB(t, url, "r"), "fenced")
 	require.Equal(t, map[string]int64{"a": 1, "b": 2}, allRows(t, reader, SourceAll), "the acknowledged rows are read")
-	_, err = reader.MergeAll(ctx)
-	require.NoError(t, err)
+	mustMergeAll(ctx, t, reader)
 	require.Equal(t, map[string]int64{"a": 1, "b": 2}, allRows(t, reader, SourceBase))
 }
 
@@ -94,8 +93,7 @@ func TestFindingLateGenerationPutDoesNotReplaceTheRetry(t *testing.T) {
 	reader := openGeneric(t, openTestDB(t, url, "r"), "late")
 	want := map[string]int64{"a": 1, "b": 2, "c": 3}
 	require.Equal(t, want, allRows(t, reader, SourceAll))
-	_, err = reader.MergeAll(ctx)
-	require.NoError(t, err)
+	mustMergeAll(ctx, t, reader)
 	require.Equal(t, want, allRows(t, reader, SourceBase))
 	require.False(t, onStorage(t, raw, abandoned), "the merge that passed its number deleted the late file")
 }
@@ -207,8 +205,7 @@ func TestFindingFencedWritersGapFileIsDeleted(t *testing.T) {
 	res, err = successor.Flush(ctx)
 	require.NoError(t, err)
 	require.Equal(t, uint64(3), res.Generation, "the retry numbers past its own gap")
-	_, err = reader.MergeAll(ctx)
-	require.NoError(t, err)
+	mustMergeAll(ctx, t, reader)
 	gens, err := raw.List(ctx, genPrefix(s.target, owner.shard))
 	require.NoError(t, err)
 	require.Empty(t, gens, "every generation file is merged or deleted")

@@ -15,6 +15,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/walkeeper/walkeeper/store/manifest"
 	"github.com/walkeeper/walkeeper/store/objstore"
 	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
@@ -274,8 +275,7 @@ func TestMergedGenerationFilesAreDeleted(t *testing.T) {
 			for i := 0; i < 30; i++ {
 				seal(t, s, row(fmt.Sprintf("k%02d", i), int64(i)))
 				if (i+1)%10 == 0 {
-					_, err := s.MergeAll(ctx)
-					require.NoError(t, err)
+					mustMergeAll(ctx, t, s)
 				}
 				require.Equal(t, listedGens(t, s, db.Shard()), genFilesOnDisk(t, s, db.Shard()))
 			}
@@ -409,8 +409,7 @@ func TestNewestWriteWinsAcrossShardsAndMerges(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, want, allRows(t, sa, SourceAll))
 			// Now merge shard a: its older x must not win over the base's x=3.
-			_, err = sa.MergeAll(ctx)
-			require.NoError(t, err)
+			mustMergeAll(ctx, t, sa)
 			require.Equal(t, want, allRows(t, sb, SourceAll))
 			require.Equal(t, want, allRows(t, sb, SourceBase))
 			got, err := sb.Get(ctx, "x")
@@ -440,8 +439,7 @@ func TestTwoPreparesOfOneShardCommitOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, RoundAlreadyCommitted, r3.Outcome)
 	require.Len(t, allRows(t, s, SourceBase), 4)
-	base, err := s.loadBase(ctx)
-	require.NoError(t, err)
+	base := mustLoadBase(ctx, t, s)
 	require.Len(t, base.Runs, 1)
 }
 
@@ -582,14 +580,12 @@ func TestCrashBetweenMergeStepsLosesNothing(t *testing.T) {
 				require.NoError(t, err)
 				_ = res
 			}
-			_, err = s2.MergeAll(ctx)
-			require.NoError(t, err)
+			mustMergeAll(ctx, t, s2)
 			require.Equal(t, want, allRows(t, s2, SourceAll))
 			require.Equal(t, want, allRows(t, s2, SourceBase))
 			require.Equal(t, 0, pendingOf(t, s2, db2.Shard()))
 			require.Empty(t, genFilesOnDisk(t, s2, db2.Shard()))
-			base, err := s2.loadBase(ctx)
-			require.NoError(t, err)
+			base := mustLoadBase(ctx, t, s2)
 			var rows int64
 			for _, r := range base.Runs {
 				rows += r.Rows
@@ -874,8 +870,7 @@ func TestStalePreparation(t *testing.T) {
 	ar, err := s.Abort(ctx, wide)
 	require.NoError(t, err)
 	require.Equal(t, 1, ar.Deleted)
-	_, err = s.MergeAll(ctx)
-	require.NoError(t, err)
+	mustMergeAll(ctx, t, s)
 	require.Len(t, allRows(t, s, SourceBase), 3)
 }
 
@@ -887,10 +882,8 @@ func TestCompactBase(t *testing.T) {
 	}
 	require.NoError(t, s.Delete(ctx, "k0"))
 	flush(t, s)
-	_, err := s.MergeAll(ctx)
-	require.NoError(t, err)
-	base, err := s.loadBase(ctx)
-	require.NoError(t, err)
+	mustMergeAll(ctx, t, s)
+	base := mustLoadBase(ctx, t, s)
 	require.Len(t, base.Runs, 7)
 	var deletes int64
 	for _, r := range base.Runs {
@@ -910,8 +903,7 @@ func TestCompactBase(t *testing.T) {
 
 	// A merge lands between passes; compaction keeps its run.
 	seal(t, s, row("late", 42))
-	_, err = s.MergeAll(ctx)
-	require.NoError(t, err)
+	mustMergeAll(ctx, t, s)
 	want["late"] = 42
 	res, err = s.CompactBase(ctx, CompactParams{MaxRuns: -1})
 	require.NoError(t, err)
@@ -919,8 +911,7 @@ func TestCompactBase(t *testing.T) {
 	require.Equal(t, 1, res.RunsLeft)
 	require.EqualValues(t, 1, res.DroppedDeletes, "all runs rewritten: the tombstone goes")
 	require.Equal(t, want, allRows(t, s, SourceAll))
-	base, err = s.loadBase(ctx)
-	require.NoError(t, err)
+	base = mustLoadBase(ctx, t, s)
 	require.EqualValues(t, len(want), base.Runs[0].Rows, "shadowed rows dropped")
 	objs, err := db.bucket.List(ctx, dataPrefix(s.target))
 	require.NoError(t, err)
@@ -931,10 +922,8 @@ func TestCompactionCommitsOnlyIfInputsAreCurrent(t *testing.T) {
 	ctx := context.Background()
 	_, s := newGenericStore(t, "file://"+t.TempDir(), "cc", func(o *Options) { o.MergeMaxGenerations = 1 })
 	sealGenerations(t, s, 3)
-	_, err := s.MergeAll(ctx)
-	require.NoError(t, err)
-	base, err := s.loadBase(ctx)
-	require.NoError(t, err)
+	mustMergeAll(ctx, t, s)
+	base := mustLoadBase(ctx, t, s)
 	// Another compactor removes one input first.
 	ok, _, err := s.publishCompaction(ctx, base.Runs[:1], nil, time.Time{})
 	require.NoError(t, err)
@@ -1016,10 +1005,8 @@ func TestGarbledRunIsCorrupt(t *testing.T) {
 			ctx := context.Background()
 			db, s := newGenericStore(t, fmt.Sprintf("mem://garble-%d", testURLSeq.Add(1)), "g")
 			seal(t, s, row("a", 1), row("b", 2))
-			_, err := s.MergeAll(ctx)
-			require.NoError(t, err)
-			base, err := s.loadBase(ctx)
-			require.NoError(t, err)
+			mustMergeAll(ctx, t, s)
+			base := mustLoadBase(ctx, t, s)
 			data, err := db.bucket.Get(ctx, base.Runs[0].Path)
 			require.NoError(t, err)
 			if damage == "truncated" {
@@ -1037,4 +1024,19 @@ func TestGarbledRunIsCorrupt(t *testing.T) {
 			require.ErrorIs(t, err, ErrCorrupt)
 		})
 	}
+}
+
+// mustMergeAll merges every shard of s's target.
+func mustMergeAll(ctx context.Context, t *testing.T, s *Store) {
+	t.Helper()
+	_, err := s.MergeAll(ctx)
+	require.NoError(t, err)
+}
+
+// mustLoadBase is the latest base version of s's target.
+func mustLoadBase(ctx context.Context, t *testing.T, s *Store) *manifest.Base {
+	t.Helper()
+	base, err := s.loadBase(ctx)
+	require.NoError(t, err)
+	return base
 }

@@ -72,8 +72,7 @@ func TestLoadShardReusesDecodeOfSameVersion(t *testing.T) {
 	shard := db.shard
 
 	appendRows(t, w, row("a", 1))
-	_, err := w.Flush(ctx)
-	require.NoError(t, err)
+	flush(t, w)
 	own, err := w.loadShard(ctx, shard)
 	require.NoError(t, err)
 	require.Same(t, w.residentWriter().manifest, own, "the publisher keeps what it published as its decode")
@@ -86,8 +85,7 @@ func TestLoadShardReusesDecodeOfSameVersion(t *testing.T) {
 	require.Len(t, m1.Flushed, 1)
 
 	appendRows(t, w, row("b", 2))
-	_, err = w.Flush(ctx)
-	require.NoError(t, err)
+	flush(t, w)
 	m3, err := other.loadShard(ctx, shard)
 	require.NoError(t, err)
 	require.Equal(t, m1.Version+1, m3.Version, "the storage read finds the newer version")

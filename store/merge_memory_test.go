@@ -46,8 +46,7 @@ func mergeTestStore(t *testing.T, gens, rows, payload int, tweak ...func(*Option
 		}
 		_, err := s.Append(ctx, batch)
 		require.NoError(t, err)
-		_, err = s.Flush(ctx)
-		require.NoError(t, err)
+		flush(t, s)
 	}
 	return s, db
 }

@@ -85,8 +85,7 @@ func TestFindingOversizedManifestVersionIsRefused(t *testing.T) {
 	s := createGeneric(t, w, "big", false)
 	_, err := s.Append(ctx, []Row{{Key: "a", Values: []any{"a", int64(1), "x"}}})
 	require.NoError(t, err)
-	_, err = s.Flush(ctx)
-	require.NoError(t, err)
+	flush(t, s)
 
 	// The next base version, valid JSON one byte over the limit.
 	next := versionsPrefix(s.Target()) + versionName(1)

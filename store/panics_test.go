@@ -70,8 +70,7 @@ func TestFindingAPanicInAReadGoroutineFailsTheRead(t *testing.T) {
 	s := createGeneric(t, w, "panics", false)
 	_, err := s.Append(ctx, []Row{{Key: "a", Values: []any{"a", int64(1), "x"}}})
 	require.NoError(t, err)
-	_, err = s.Flush(ctx)
-	require.NoError(t, err)
+	flush(t, s)
 
 	r := openTestDB(t, url, "r")
 	r.bucket = r.bucket.WithFaults(panicOn(objstore.OpGet, "/manifest/", &armed))

@@ -42,8 +42,7 @@ func boundedReadStore(t *testing.T, gens int, tweak ...func(*Options)) (*Store, 
 			delete(want, k)
 		}
 		if g < gens { // the last batch stays in the memtable
-			_, err = s.Flush(ctx)
-			require.NoError(t, err)
+			flush(t, s)
 		}
 	}
 	return s, want

@@ -433,8 +433,7 @@ func TestCloseWaitsForEvictionsAndStopsTheJanitor(t *testing.T) {
 	for i := range 4 {
 		s, err := db.Create(ctx, Target{Kind: KindGeneric, Name: fmt.Sprintf("c%d", i)}, CreateOptions{Schema: &testSchema})
 		require.NoError(t, err)
-		_, err = s.Append(ctx, []Row{row("k", int64(i))})
-		require.NoError(t, err)
+		appendRows(t, s, row("k", int64(i)))
 	}
 	require.NoError(t, db.Close(ctx))
 	committersSettle(t, "Close stops every WAL committer", base)
@@ -714,8 +713,7 @@ func TestFindingSweeperReplaysAWALReleasedAtPendingMax(t *testing.T) {
 	require.False(t, held.HasWriter())
 
 	require.True(t, held.HoldsOrphanedRows(), "the flush sweeper seals it")
-	_, err = held.Flush(ctx)
-	require.NoError(t, err)
+	flush(t, held)
 	got, err := held.Get(ctx, "x")
 	require.NoError(t, err, "the released row is read by the shard's owner")
 	require.Equal(t, int64(7), got["n"])

@@ -41,8 +41,7 @@ func TestFindingFencedSealKeepsTheGenerationItsLandedVersionLists(t *testing.T) 
 	require.ErrorIs(t, err, ErrFenced)
 	require.False(t, armed.Load(), "the successor claimed")
 
-	_, err = successor.Flush(ctx)
-	require.NoError(t, err)
+	flush(t, successor)
 	reader := openGeneric(t, openTestDB(t, url, "r"), "fenced")
 	require.Equal(t, map[string]int64{"a": 1, "b": 2}, allRows(t, reader, SourceAll), "the acknowledged rows are read")
 	mustMergeAll(ctx, t, reader)
@@ -85,8 +84,7 @@ func TestFindingLateGenerationPutDoesNotReplaceTheRetry(t *testing.T) {
 	_, err := s.Flush(ctx)
 	require.ErrorIs(t, err, ErrStalled)
 	appendRows(t, s, row("c", 3))
-	res, err := s.Flush(ctx)
-	require.NoError(t, err)
+	res := flush(t, s)
 	require.True(t, landed.Load(), "the abandoned put landed after the retry's")
 	require.Equal(t, 3, res.Rows)
 
@@ -125,8 +123,7 @@ func TestFindingSealWhoseVersionLandedPublishesItOnce(t *testing.T) {
 				return err
 			}})
 			armed.Store(true)
-			res, err := s.Flush(ctx)
-			require.NoError(t, err)
+			res := flush(t, s)
 			require.False(t, armed.Load(), "the fault fired")
 			pending := 1
 			if merged {
@@ -181,8 +178,7 @@ func TestFindingFencedWritersGapFileIsDeleted(t *testing.T) {
 
 	successor := openGeneric(t, openTestDB(t, url, "w"), "gap") // the same instance id: it fences s
 	appendRows(t, successor, row("b", 2))
-	res, err := successor.Flush(ctx)
-	require.NoError(t, err)
+	res := flush(t, successor)
 	require.Equal(t, uint64(1), res.Generation, "the new owner numbers from next_generation")
 
 	// The successor's own seal fails after its put: a file of the current epoch above the

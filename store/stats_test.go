@@ -26,8 +26,7 @@ func TestStatsPagesShards(t *testing.T) {
 		w := openGeneric(t, openTestDB(t, url, fmt.Sprintf("w-%d", i)), "many")
 		for g := range i%3 + 1 { // 1 to 3 pending generations
 			appendRows(t, w, row(fmt.Sprintf("k%d-%d", i, g), 1))
-			_, err := w.Flush(ctx)
-			require.NoError(t, err)
+			flush(t, w)
 		}
 	}
 	all, err := s.Stats(ctx)

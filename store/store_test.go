@@ -630,8 +630,7 @@ func TestRestartedWriterReplaysWAL(t *testing.T) {
 
 	// The old process is fenced: its next append fails instead of acknowledging rows
 	// that nobody would replay... and its one retry reclaims the shard, fencing db2.
-	_, err = s.Append(ctx, []Row{row("c", 4)})
-	require.NoError(t, err)
+	appendRows(t, s, row("c", 4))
 	s2 := openGeneric(t, db2, "replay")
 	_, err = s2.Append(ctx, []Row{row("d", 5)})
 	require.NoError(t, err, "db2 reclaims on its one retry")

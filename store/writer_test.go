@@ -30,8 +30,7 @@ func TestFindingClaimRacingANewerOwnersSealIsFenced(t *testing.T) {
 	claimer.bucket = claimer.bucket.WithFaults(objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
 		if op == objstore.OpGet && strings.Contains(key, "/wal/") && armed.CompareAndSwap(true, false) {
 			// The newer owner claims, replays, seals and deletes the WAL in between.
-			_, err := newer.Flush(ctx)
-			require.NoError(t, err)
+			flush(t, newer)
 		}
 		return nil
 	}})
@@ -42,8 +41,7 @@ func TestFindingClaimRacingANewerOwnersSealIsFenced(t *testing.T) {
 
 	_, err = s.Append(ctx, []Row{row("c", 3)}) // a client's retry claims the shard again
 	require.NoError(t, err)
-	_, err = s.Flush(ctx)
-	require.NoError(t, err)
+	flush(t, s)
 	reader := openGeneric(t, openTestDB(t, url, "r"), "raced")
 	require.Equal(t, map[string]int64{"a": 1, "b": 2, "c": 3}, allRows(t, reader, SourceAll))
 }

@@ -71,8 +71,7 @@ func TestLoadShardReusesDecodeOfSameVersion(t *testing.T) {
 	other := openGeneric(t, openTestDB(t, url, "w2"), "cache")
 	shard := db.shard
 
-	appendRows(t, w, row("a", 1))
-	flush(t, w)
+	seal(t, w, row("a", 1))
 	own, err := w.loadShard(ctx, shard)
 	require.NoError(t, err)
 	require.Same(t, w.residentWriter().manifest, own, "the publisher keeps what it published as its decode")
@@ -84,8 +83,7 @@ func TestLoadShardReusesDecodeOfSameVersion(t *testing.T) {
 	require.Same(t, m1, m2, "same version, same decode")
 	require.Len(t, m1.Flushed, 1)
 
-	appendRows(t, w, row("b", 2))
-	flush(t, w)
+	seal(t, w, row("b", 2))
 	m3, err := other.loadShard(ctx, shard)
 	require.NoError(t, err)
 	require.Equal(t, m1.Version+1, m3.Version, "the storage read finds the newer version")

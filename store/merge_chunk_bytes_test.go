@@ -33,8 +33,7 @@ func TestFindingLargeRowsAmongSmallOnesKeepChunksToTheirBytes(t *testing.T) {
 			k := fmt.Sprintf("m%05d", i)
 			rs = append(rs, Row{Key: k, Values: []any{k, int64(g), large}})
 		}
-		appendRows(t, s, rs...)
-		flush(t, s)
+		seal(t, s, rs...)
 		mustMergeAll(ctx, t, s)
 	}
 	want := bigList(t, s)

@@ -83,8 +83,7 @@ func TestMergeReadsKeepThePrefixWhateverTheReadOrder(t *testing.T) {
 			k := fmt.Sprintf("k%d-%05d", g, i)
 			rs = append(rs, Row{Key: k, Values: []any{k, int64(i), pad}})
 		}
-		appendRows(t, s, rs...)
-		flush(t, s)
+		seal(t, s, rs...)
 	}
 	sm, err := s.loadShard(ctx, db.shard)
 	require.NoError(t, err)

@@ -51,8 +51,7 @@ func TestFindingArenaEstimateCoversPackingAndWideSchemas(t *testing.T) {
 					}
 					rs = append(rs, Row{Key: k, Values: v})
 				}
-				appendRows(t, s, rs...)
-				flush(t, s)
+				seal(t, s, rs...)
 			}
 			snap, err := s.snapshot(ctx, true)
 			require.NoError(t, err)

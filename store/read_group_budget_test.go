@@ -37,8 +37,7 @@ func TestFindingMixedReadGroupKeepsTheCachedSourcesShare(t *testing.T) {
 			k := fmt.Sprintf("k%06d", g*150+i)
 			rs = append(rs, Row{Key: k, Values: []any{k, int64(g), pad}})
 		}
-		appendRows(t, s, rs...)
-		flush(t, s)
+		seal(t, s, rs...)
 	}
 	snap, err := s.snapshot(ctx, true)
 	require.NoError(t, err)
@@ -95,8 +94,7 @@ func TestFindingSmallGenerationsAreChargedWhatTheyHoldDecoded(t *testing.T) {
 	s := createGeneric(t, db, "smallgens", false)
 	for g := 0; g < readFanIn; g++ {
 		k := fmt.Sprintf("k%03d", g)
-		appendRows(t, s, Row{Key: k, Values: []any{k, int64(g), "v"}})
-		flush(t, s)
+		seal(t, s, Row{Key: k, Values: []any{k, int64(g), "v"}})
 	}
 	snap, err := s.snapshot(ctx, true)
 	require.NoError(t, err)
@@ -145,8 +143,7 @@ func sealPackedGenerations(t *testing.T, s *Store, n int) {
 			k := fmt.Sprintf("p%02d-%04d", g, i)
 			rs = append(rs, Row{Key: k, Values: []any{k, int64(i), pad}})
 		}
-		appendRows(t, s, rs...)
-		flush(t, s)
+		seal(t, s, rs...)
 	}
 }
 
@@ -239,8 +236,7 @@ func checkRetrySlackIsKeptForTheCachedRun(t *testing.T, url string) {
 		k := fmt.Sprintf("r%04d", i)
 		rs = append(rs, Row{Key: k, Values: []any{k, int64(i), compressiblePad}})
 	}
-	appendRows(t, s, rs...)
-	flush(t, s)
+	seal(t, s, rs...)
 	mustMergeAll(ctx, t, s)
 	sealPackedGenerations(t, s, 9)
 	snap, err := s.snapshot(ctx, true)

@@ -40,8 +40,7 @@ func TestGetFromRunsPagedByRowGroups(t *testing.T) {
 			}
 			rs = append(rs, Row{Key: k, Values: []any{k, int64(g*rows + i), pad}})
 		}
-		appendRows(t, s, rs...)
-		flush(t, s)
+		seal(t, s, rs...)
 		mustMergeAll(ctx, t, s)
 	}
 	// One WAL write of the tombstones, where a Delete each made 1,286 of them.
@@ -205,8 +204,7 @@ func TestCompressibleRunsFoundOneATimeStillRead(t *testing.T) {
 			k := fmt.Sprintf("k%06d-%d", i, r) // every run spans the whole key range
 			rs = append(rs, Row{Key: k, Values: []any{k, int64(i), compressiblePad}})
 		}
-		appendRows(t, s, rs...)
-		flush(t, s)
+		seal(t, s, rs...)
 		mustMergeAll(ctx, t, s)
 	}
 	// A run read while another is in flight is slow, so the first footer that refuses its run
@@ -253,8 +251,7 @@ func compressibleRun(t *testing.T, db *DB, name string) (*Store, manifest.Run) {
 		k := fmt.Sprintf("k%06d", i)
 		rs = append(rs, Row{Key: k, Values: []any{k, int64(i), compressiblePad}})
 	}
-	appendRows(t, s, rs...)
-	flush(t, s)
+	seal(t, s, rs...)
 	mustMergeAll(ctx, t, s)
 	base := mustLoadBase(ctx, t, s)
 	require.Len(t, base.Runs, 1)

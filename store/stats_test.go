@@ -25,8 +25,7 @@ func TestStatsPagesShards(t *testing.T) {
 	for i := range writers {
 		w := openGeneric(t, openTestDB(t, url, fmt.Sprintf("w-%d", i)), "many")
 		for g := range i%3 + 1 { // 1 to 3 pending generations
-			appendRows(t, w, row(fmt.Sprintf("k%d-%d", i, g), 1))
-			flush(t, w)
+			seal(t, w, row(fmt.Sprintf("k%d-%d", i, g), 1))
 		}
 	}
 	all, err := s.Stats(ctx)

@@ -72,32 +72,26 @@ func TestLoadShardReusesDecodeOfSameVersion(t *testing.T) {
 	shard := db.shard
 
 	seal(t, w, row("a", 1))
-	own, err := w.loadShard(ctx, shard)
-	require.NoError(t, err)
+	own := mustLoadShard(ctx, t, w, shard)
 	require.Same(t, w.residentWriter().manifest, own, "the publisher keeps what it published as its decode")
 
-	m1, err := other.loadShard(ctx, shard)
-	require.NoError(t, err)
-	m2, err := other.loadShard(ctx, shard)
-	require.NoError(t, err)
+	m1 := mustLoadShard(ctx, t, other, shard)
+	m2 := mustLoadShard(ctx, t, other, shard)
 	require.Same(t, m1, m2, "same version, same decode")
 	require.Len(t, m1.Flushed, 1)
 
 	seal(t, w, row("b", 2))
-	m3, err := other.loadShard(ctx, shard)
-	require.NoError(t, err)
+	m3 := mustLoadShard(ctx, t, other, shard)
 	require.Equal(t, m1.Version+1, m3.Version, "the storage read finds the newer version")
 	require.Len(t, m3.Flushed, 2)
 	require.Len(t, m1.Flushed, 1, "a decode handed out is never changed")
 
 	// A drain by the other handle: the writer's next read decodes the new version once.
-	_, err = other.drain(ctx, shard, []uint64{m3.Flushed[0].Gen})
+	_, err := other.drain(ctx, shard, []uint64{m3.Flushed[0].Gen})
 	require.NoError(t, err)
-	m4, err := w.loadShard(ctx, shard)
-	require.NoError(t, err)
+	m4 := mustLoadShard(ctx, t, w, shard)
 	require.Len(t, m4.Flushed, 1)
-	m5, err := w.loadShard(ctx, shard)
-	require.NoError(t, err)
+	m5 := mustLoadShard(ctx, t, w, shard)
 	require.Same(t, m4, m5)
 }
 
@@ -114,8 +108,7 @@ func TestLoadBaseReusesDecodeOfSameVersion(t *testing.T) {
 	require.Zero(t, before.Version)
 
 	sealGenerations(t, w, 2)
-	p, err := w.Prepare(ctx, PrepareParams{})
-	require.NoError(t, err)
+	p := mustPrepare(ctx, t, w, PrepareParams{})
 	res, err := commitOne(ctx, w, p)
 	require.NoError(t, err)
 

@@ -31,9 +31,8 @@ func TestAttemptClaimsDoNotAccumulate(t *testing.T) {
 
 	// A committed attempt leaves no claim, and neither does a late Abort of it.
 	seal(t, s, row("a", 1))
-	p, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf/a"})
-	require.NoError(t, err)
-	_, err = commitOne(ctx, s, p)
+	p := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "wf/a"})
+	_, err := commitOne(ctx, s, p)
 	require.NoError(t, err)
 	require.False(t, claimExists(t, s, p), "commit claim left after a successful commit")
 	ar, err := s.Abort(ctx, p)
@@ -43,8 +42,7 @@ func TestAttemptClaimsDoNotAccumulate(t *testing.T) {
 
 	// An abort below the watermark keeps its claim: it is what refuses a late commit.
 	seal(t, s, row("b", 2))
-	stale, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf/b"})
-	require.NoError(t, err)
+	stale := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "wf/b"})
 	_, err = s.Abort(ctx, stale)
 	require.NoError(t, err)
 	require.True(t, claimExists(t, s, stale), "an abort below the watermark must keep its claim")
@@ -72,15 +70,13 @@ func TestRetriedPrepareKeepsTheRunOfAClaimedCommit(t *testing.T) {
 	seal(t, s, row("a", 1))
 	seal(t, s, row("b", 2))
 	two, eight := 2, 8
-	old, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf/Prepare/run-1/2", MaxGenerations: &two})
-	require.NoError(t, err)
+	old := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "wf/Prepare/run-1/2", MaxGenerations: &two})
 	state, err := s.claim(ctx, old, "commit")
 	require.NoError(t, err)
 	require.Equal(t, "commit", state)
 
 	seal(t, s, row("c", 3))
-	retried, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf/Prepare/run-1/2", MaxGenerations: &eight})
-	require.NoError(t, err)
+	retried := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "wf/Prepare/run-1/2", MaxGenerations: &eight})
 	require.Equal(t, uint64(3), retried.Through)
 	require.True(t, onStorage(t, s.db.bucket, old.Staged[0].Path), "the retry deleted the staged run of a claimed commit")
 
@@ -119,8 +115,7 @@ func TestRetriedPrepareRacingTheOldCommitKeepsLiveRuns(t *testing.T) {
 			seal(t, s, row("a", 1))
 			seal(t, s, row("b", 2))
 			two, eight := 2, 8
-			old, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf/Prepare/run-1/2", MaxGenerations: &two})
-			require.NoError(t, err)
+			old := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "wf/Prepare/run-1/2", MaxGenerations: &two})
 			seal(t, s, row("c", 3))
 
 			db2 := openTestDB(t, url, "w2")
@@ -169,8 +164,7 @@ func TestFindingClaimDroppedAfterALostClaimIsNotNotFound(t *testing.T) {
 			url := "file://" + t.TempDir()
 			_, s := newGenericStore(t, url, "dropped")
 			seal(t, s, row("a", 1))
-			p, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf/CommitRound/run-1/3"})
-			require.NoError(t, err)
+			p := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "wf/CommitRound/run-1/3"})
 			state, err := s.claim(ctx, p, "commit") // the first execution has claimed
 			require.NoError(t, err)
 			require.Equal(t, "commit", state)

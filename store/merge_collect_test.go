@@ -75,14 +75,12 @@ func TestRoundCommitCollectsAbandonedStagedRuns(t *testing.T) {
 	want := allRows(t, s, SourceAll)
 
 	// Terminated after its Prepare: generation 1, never committed nor aborted.
-	covered, err := s.Prepare(ctx, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-a/2", MaxGenerations: intPtr(1)})
-	require.NoError(t, err)
+	covered := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-a/2", MaxGenerations: intPtr(1)})
 	require.Equal(t, uint64(1), covered.Through)
 
 	// The next merge prepares generations 1-2 under its own attempt and commits them: the
 	// watermark reaches into the abandoned run's range, so the round deletes it.
-	next, err := s.Prepare(ctx, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-b/2", MaxGenerations: intPtr(2)})
-	require.NoError(t, err)
+	next := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-b/2", MaxGenerations: intPtr(2)})
 	require.Equal(t, uint64(2), next.Through)
 	rr, err := s.CommitRound(ctx, []*PreparedMerge{next})
 	require.NoError(t, err)
@@ -102,8 +100,7 @@ func TestRoundCommitCollectsAbandonedStagedRuns(t *testing.T) {
 
 	// Terminated again: generation 3, range open (the watermark is 2). It must survive a
 	// collection, which still costs the one LIST.
-	open, err := s.Prepare(ctx, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-c/2", MaxGenerations: intPtr(1)})
-	require.NoError(t, err)
+	open := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-c/2", MaxGenerations: intPtr(1)})
 	require.Equal(t, uint64(3), open.Through)
 	ops = counter.count(func() {
 		n, err := s.collectAbandonedStaged(ctx, nil)
@@ -121,10 +118,8 @@ func TestRoundCommitCollectsAbandonedStagedRuns(t *testing.T) {
 
 	// Terminated once more (generation 4), then covered by a commit of the same range under
 	// another attempt: the one collection costs a LIST, the shard directories and one DELETE.
-	lost, err := s.Prepare(ctx, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-d/2", MaxGenerations: intPtr(1)})
-	require.NoError(t, err)
-	won, err := s.Prepare(ctx, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-e/2", MaxGenerations: intPtr(1)})
-	require.NoError(t, err)
+	lost := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-d/2", MaxGenerations: intPtr(1)})
+	won := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-e/2", MaxGenerations: intPtr(1)})
 	publishOnly(t, s, won)
 	ops = counter.count(func() {
 		n, err := s.collectAbandonedStaged(ctx, nil)
@@ -140,10 +135,8 @@ func TestRoundCommitCollectsAbandonedStagedRuns(t *testing.T) {
 	want = allRows(t, s, SourceAll)
 	twin := db.Shard()[:8] + "-0000-4000-8000-000000000000"
 	require.NoError(t, db.bucket.Put(ctx, memWALPrefix(s.target)+twin+"/manifest/x", []byte("{}")))
-	lost, err = s.Prepare(ctx, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-f/2", MaxGenerations: intPtr(1)})
-	require.NoError(t, err)
-	won, err = s.Prepare(ctx, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-g/2", MaxGenerations: intPtr(1)})
-	require.NoError(t, err)
+	lost = mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-f/2", MaxGenerations: intPtr(1)})
+	won = mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-g/2", MaxGenerations: intPtr(1)})
 	publishOnly(t, s, won)
 	n, err := s.collectAbandonedStaged(ctx, nil)
 	require.NoError(t, err)
@@ -161,15 +154,13 @@ func TestRoundCommitCollectsSettledClaims(t *testing.T) {
 	seal(t, s, row("a", 1))
 	seal(t, s, row("b", 2))
 
-	cancelled, err := s.Prepare(ctx, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-a/2", MaxGenerations: intPtr(1)})
-	require.NoError(t, err)
+	cancelled := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-a/2", MaxGenerations: intPtr(1)})
 	ar, err := s.Abort(ctx, cancelled)
 	require.NoError(t, err)
 	require.False(t, ar.CommitPresent)
 	require.True(t, claimExists(t, s, cancelled), "an open range keeps its abort claim")
 
-	next, err := s.Prepare(ctx, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-b/2", MaxGenerations: intPtr(2)})
-	require.NoError(t, err)
+	next := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-b/2", MaxGenerations: intPtr(2)})
 	rr, err := s.CommitRound(ctx, []*PreparedMerge{next})
 	require.NoError(t, err)
 	require.Equal(t, RoundCommitted, rr.Shards[0].Outcome)

@@ -55,8 +55,7 @@ func TestPrepareReservesFootprintBeforeReading(t *testing.T) {
 	ctx := context.Background()
 	budget := NewBudget(0) // unlimited, but it still counts what merges reserve
 	s, _ := mergeTestStore(t, 4, 300, 100, func(o *Options) { o.Budget = budget; o.MergeMaxBytes = 0; o.MergeMaxGenerations = 0 })
-	sm, err := s.loadShard(ctx, s.db.shard)
-	require.NoError(t, err)
+	sm := mustLoadShard(ctx, t, s, s.db.shard)
 	var input int64
 	for _, g := range sm.Flushed {
 		input += g.Bytes
@@ -101,8 +100,7 @@ func TestPrepareConcurrentReadsReportFirstFailingGeneration(t *testing.T) {
 
 	// Nothing staged, nothing drained: a retry without the fault merges everything.
 	db.bucket = db.bucket.WithFaults(nil)
-	p, err := s.Prepare(ctx, PrepareParams{AttemptKey: "ok"})
-	require.NoError(t, err)
+	p := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "ok"})
 	require.Len(t, p.Generations, 6)
 	res, err := commitOne(ctx, s, p)
 	require.NoError(t, err)

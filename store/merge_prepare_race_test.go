@@ -23,8 +23,7 @@ func TestPrepareRacingAnotherAttemptsCommitIsRetryable(t *testing.T) {
 	w := f.writers[0]
 	shard := w.db.Shard()
 	two := 2
-	a, err := w.Prepare(ctx, PrepareParams{AttemptKey: "run-a/1", MaxGenerations: &two})
-	require.NoError(t, err)
+	a := mustPrepare(ctx, t, w, PrepareParams{AttemptKey: "run-a/1", MaxGenerations: &two})
 
 	// Run B's Prepare (on the shared worker's store) has planned when run A's commit lands.
 	var once sync.Once
@@ -36,15 +35,14 @@ func TestPrepareRacingAnotherAttemptsCommitIsRetryable(t *testing.T) {
 		return nil
 	}}
 	f.faults.Store(&ff)
-	_, err = f.committer.Prepare(ctx, PrepareParams{Shard: shard, AttemptKey: "run-b/1"})
+	_, err := f.committer.Prepare(ctx, PrepareParams{Shard: shard, AttemptKey: "run-b/1"})
 	f.faults.Store(nil)
 	require.NoError(t, commitErr)
 	require.ErrorIs(t, err, ErrConflict)
 	require.NotErrorIs(t, err, ErrNotFound, "a permanent failure of the shard for its run")
 
 	// The retry prepares what is left.
-	b, err := f.committer.Prepare(ctx, PrepareParams{Shard: shard, AttemptKey: "run-b/1"})
-	require.NoError(t, err)
+	b := mustPrepare(ctx, t, f.committer, PrepareParams{Shard: shard, AttemptKey: "run-b/1"})
 	require.NotNil(t, b)
 	require.Equal(t, []uint64{3}, b.Generations)
 }

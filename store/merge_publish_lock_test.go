@@ -49,8 +49,7 @@ func TestCommitLockHoldIsIndependentOfMergeSize(t *testing.T) {
 					}
 				}
 				flush(t, s)
-				p, err := s.Prepare(ctx, PrepareParams{})
-				require.NoError(t, err)
+				p := mustPrepare(ctx, t, s, PrepareParams{})
 				res, err := s.CommitRound(ctx, []*PreparedMerge{p})
 				require.NoError(t, err)
 				require.Equal(t, RoundCommitted, res.Shards[0].Outcome)

@@ -18,12 +18,10 @@ func TestRepairFinishesAnInterruptedCommit(t *testing.T) {
 		seal(t, s, row(fmt.Sprintf("k%d", i), int64(i)))
 	}
 	want := allRows(t, s, SourceAll)
-	p, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf/1"})
-	require.NoError(t, err)
+	p := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "wf/1"})
 	publishOnly(t, s, p)
 
-	again, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf/2"})
-	require.NoError(t, err)
+	again := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "wf/2"})
 	require.Nil(t, again, "nothing above the watermark")
 	require.Len(t, genFilesOnDisk(t, s, db.Shard()), 3, "Prepare repairs nothing")
 
@@ -54,8 +52,7 @@ func TestFindingMergeStoppedAfterItsPublishIsFinishedByTheReconcile(t *testing.T
 	}
 	want := allRows(t, s, SourceAll)
 	shard := db.Shard()
-	p, err := s.Prepare(ctx, PrepareParams{AttemptKey: "merge-wal/generic/stopped/Prepare/run/1"})
-	require.NoError(t, err)
+	p := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "merge-wal/generic/stopped/Prepare/run/1"})
 	publishOnly(t, s, p) // the run was stopped here: no finish, no retry
 	claims := func() int {
 		objs, err := s.db.bucket.List(ctx, claimPrefix(s.target, shard))
@@ -75,7 +72,7 @@ func TestFindingMergeStoppedAfterItsPublishIsFinishedByTheReconcile(t *testing.T
 
 	// Another process's reconcile (the writer's instance is gone).
 	other := openTestDB(t, url, "reconciler")
-	_, err = other.ReconcileStore(ctx, s.target)
+	_, err := other.ReconcileStore(ctx, s.target)
 	require.NoError(t, err)
 	require.Empty(t, listedGens(t, s, shard), "the covered generations are drained")
 	require.Empty(t, genFilesOnDisk(t, s, shard), "and their files deleted")

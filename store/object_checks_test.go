@@ -182,8 +182,7 @@ func TestGenerationFilesFitTheirReadLimit(t *testing.T) {
 					batch[r] = Row{Key: vals[0].(string), Values: vals}
 				}
 				seal(t, s, batch...)
-				sm, err := s.loadShard(ctx, db.Shard())
-				require.NoError(t, err)
+				sm := mustLoadShard(ctx, t, s, db.Shard())
 				g := sm.Flushed[0]
 				data, err := db.bucket.Get(ctx, g.Path)
 				require.NoError(t, err)

@@ -16,14 +16,13 @@ func TestQuarantineDamagedGenerationUnblocksTheShard(t *testing.T) {
 	appendRows(t, s, row("b", 2), row("c", 2)) // the generation that gets damaged
 	flush(t, s)
 	seal(t, s, row("d", 3))
-	sm, err := s.loadShard(ctx, db.Shard())
-	require.NoError(t, err)
+	sm := mustLoadShard(ctx, t, s, db.Shard())
 	require.Len(t, sm.Flushed, 3)
 	bad := sm.Flushed[1].Path
 	require.NoError(t, db.bucket.Put(ctx, bad, []byte("not an arrow file")))
 	db.cache.clear()
 
-	_, err = s.MergeAll(ctx)
+	_, err := s.MergeAll(ctx)
 	require.ErrorIs(t, err, ErrCorrupt, "the damaged generation blocks its shard")
 	_, err = s.List(ctx, ListOptions{})
 	require.ErrorIs(t, err, ErrCorrupt)
@@ -106,9 +105,8 @@ func TestLateMergeStepsKeepAQuarantinedRun(t *testing.T) {
 			db := openTestDB(t, newMemURL(), "w1")
 			s := createGeneric(t, db, "lq", false)
 			seal(t, s, row("a", 1))
-			p, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf/lq"})
-			require.NoError(t, err)
-			_, err = s.CommitRound(ctx, []*PreparedMerge{p})
+			p := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "wf/lq"})
+			_, err := s.CommitRound(ctx, []*PreparedMerge{p})
 			require.NoError(t, err)
 			_, err = s.Quarantine(ctx, p.Staged[0].Path, "operator: bad disk")
 			require.NoError(t, err)

@@ -86,8 +86,7 @@ func TestReleaseRepairedWALObject(t *testing.T) {
 	require.NoError(t, err)
 	appendRows(t, s, row("c", 3))
 	shardVersion := func() uint64 {
-		m, err := s.loadShard(ctx, db.Shard())
-		require.NoError(t, err)
+		m := mustLoadShard(ctx, t, s, db.Shard())
 		return m.Version
 	}
 	v := shardVersion()

@@ -603,8 +603,7 @@ func TestFindingReleaseDuringEvictionLeavesNoRowUnread(t *testing.T) {
 			if fencer != "release" {
 				require.Equal(t, 1.0, evictions("evicted"), "the new owner replays the WAL: the eviction is done")
 				epoch := func() uint64 {
-					sm, err := owner.loadShard(ctx, db.Shard())
-					require.NoError(t, err)
+					sm := mustLoadShard(ctx, t, owner, db.Shard())
 					return sm.WriterEpoch
 				}
 				before := epoch()
@@ -673,8 +672,7 @@ func TestFindingDeadWriterIsNotClaimedFromItsNewOwner(t *testing.T) {
 			require.ErrorIs(t, err, ErrFenced, "the seal finds the new owner's epoch: the writer is dead")
 			require.True(t, s.HoldsOrphanedRows(), "not known yet whether anybody replays its rows")
 			epoch := func() uint64 {
-				sm, err := owner.loadShard(ctx, db.Shard())
-				require.NoError(t, err)
+				sm := mustLoadShard(ctx, t, owner, db.Shard())
 				return sm.WriterEpoch
 			}
 			before := epoch()

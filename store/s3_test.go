@@ -114,8 +114,7 @@ func TestS3RacingCommittersFromManyShardsAllLand(t *testing.T) {
 	}
 	prepared := make([]*PreparedMerge, shards)
 	for i, s := range stores {
-		p, err := s.Prepare(ctx, PrepareParams{AttemptKey: fmt.Sprintf("race-%d", i)})
-		require.NoError(t, err)
+		p := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: fmt.Sprintf("race-%d", i)})
 		require.NotNil(t, p)
 		prepared[i] = p
 	}

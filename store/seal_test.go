@@ -131,8 +131,7 @@ func TestFindingSealWhoseVersionLandedPublishesItOnce(t *testing.T) {
 			}
 			require.Equal(t, FlushResult{Sealed: true, Generation: 1, Rows: 2, Pending: pending}, res)
 
-			sm, err := s.loadShard(ctx, db.shard)
-			require.NoError(t, err)
+			sm := mustLoadShard(ctx, t, s, db.shard)
 			require.Len(t, sm.Flushed, pending, "the rows are sealed once")
 			gens, err := db.listGenerations(ctx, s.target, db.shard)
 			require.NoError(t, err)

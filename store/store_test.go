@@ -514,8 +514,7 @@ func TestRacingCommittersFromManyShardsAllLand(t *testing.T) {
 			}
 			prepared := make([]*PreparedMerge, shards)
 			for i, s := range stores {
-				p, err := s.Prepare(ctx, PrepareParams{})
-				require.NoError(t, err)
+				p := mustPrepare(ctx, t, s, PrepareParams{})
 				prepared[i] = p
 			}
 			var wg sync.WaitGroup
@@ -555,18 +554,17 @@ func TestCrashBetweenMergeStepsLosesNothing(t *testing.T) {
 				seal(t, s, row(fmt.Sprintf("k%d", i), int64(i)), row("shared", int64(100+i)))
 			}
 			want := allRows(t, s, SourceAll)
-			p, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf/1"})
-			require.NoError(t, err)
+			p := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "wf/1"})
 			switch step {
 			case "after-prepare":
 			case "after-claim":
-				_, err = s.claim(ctx, p, "commit")
+				_, err := s.claim(ctx, p, "commit")
 				require.NoError(t, err)
 			case "after-base-commit":
 				publishOnly(t, s, p)
 			case "after-drain":
 				publishOnly(t, s, p)
-				_, err = s.drain(ctx, p.Shard, p.Generations)
+				_, err := s.drain(ctx, p.Shard, p.Generations)
 				require.NoError(t, err)
 			}
 			// "Crash": drop the process without closing, open a new one with the same id.
@@ -832,8 +830,7 @@ func TestAbortDeletesOnlyWhenCommitIsProvenAbsent(t *testing.T) {
 	ctx := context.Background()
 	_, s := newGenericStore(t, "file://"+t.TempDir(), "abort")
 	seal(t, s, row("a", 1))
-	p, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf/a"})
-	require.NoError(t, err)
+	p := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "wf/a"})
 	res, err := commitOne(ctx, s, p)
 	require.NoError(t, err)
 	require.Equal(t, 1, res.Reclaimed)
@@ -844,8 +841,7 @@ func TestAbortDeletesOnlyWhenCommitIsProvenAbsent(t *testing.T) {
 	require.Equal(t, map[string]int64{"a": 1}, allRows(t, s, SourceBase))
 
 	seal(t, s, row("b", 2))
-	p2, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf/b"})
-	require.NoError(t, err)
+	p2 := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "wf/b"})
 	ar, err = s.Abort(ctx, p2)
 	require.NoError(t, err)
 	require.Equal(t, 1, ar.Deleted)
@@ -859,10 +855,9 @@ func TestStalePreparation(t *testing.T) {
 	_, s := newGenericStore(t, "file://"+t.TempDir(), "stale", func(o *Options) { o.MergeMaxGenerations = 2 })
 	sealGenerations(t, s, 3)
 	three := 3
-	wide, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wide", MaxGenerations: &three})
-	require.NoError(t, err)
+	wide := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "wide", MaxGenerations: &three})
 	require.Len(t, wide.Generations, 3)
-	_, err = s.MergeOnce(ctx, "") // commits generations 1-2
+	_, err := s.MergeOnce(ctx, "") // commits generations 1-2
 	require.NoError(t, err)
 	_, err = commitOne(ctx, s, wide)
 	require.ErrorIs(t, err, ErrStalePreparation)
@@ -1038,4 +1033,20 @@ func mustLoadBase(ctx context.Context, t *testing.T, s *Store) *manifest.Base {
 	base, err := s.loadBase(ctx)
 	require.NoError(t, err)
 	return base
+}
+
+// mustPrepare prepares a merge pass of s with params p.
+func mustPrepare(ctx context.Context, t *testing.T, s *Store, p PrepareParams) *PreparedMerge {
+	t.Helper()
+	pm, err := s.Prepare(ctx, p)
+	require.NoError(t, err)
+	return pm
+}
+
+// mustLoadShard is the latest manifest of shard (nil: never wrote).
+func mustLoadShard(ctx context.Context, t *testing.T, s *Store, shard string) *manifest.Shard {
+	t.Helper()
+	m, err := s.loadShard(ctx, shard)
+	require.NoError(t, err)
+	return m
 }

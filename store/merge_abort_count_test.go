@@ -32,12 +32,10 @@ func TestFindingAbortOfARacingLoserReportsThePassOnce(t *testing.T) {
 	require.Error(t, err, "the loser's commit fails outright")
 	db.bucket = healthy
 
-	lost, err := s.Abort(ctx, loser)
-	require.NoError(t, err)
+	lost := mustAbort(ctx, t, s, loser)
 	require.True(t, lost.CommitPresent)
 	require.True(t, lost.CommittedByAnother, "the winner's run holds the pass")
-	won, err := s.Abort(ctx, winner)
-	require.NoError(t, err)
+	won := mustAbort(ctx, t, s, winner)
 	require.True(t, won.CommitPresent)
 	require.False(t, won.CommittedByAnother, "the retry of the lost reply finds its own run")
 

@@ -35,16 +35,14 @@ func TestAttemptClaimsDoNotAccumulate(t *testing.T) {
 	_, err := commitOne(ctx, s, p)
 	require.NoError(t, err)
 	require.False(t, claimExists(t, s, p), "commit claim left after a successful commit")
-	ar, err := s.Abort(ctx, p)
-	require.NoError(t, err)
+	ar := mustAbort(ctx, t, s, p)
 	require.True(t, ar.CommitPresent)
 	require.False(t, claimExists(t, s, p), "abort of a committed attempt left a claim")
 
 	// An abort below the watermark keeps its claim: it is what refuses a late commit.
 	seal(t, s, row("b", 2))
 	stale := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "wf/b"})
-	_, err = s.Abort(ctx, stale)
-	require.NoError(t, err)
+	mustAbort(ctx, t, s, stale)
 	require.True(t, claimExists(t, s, stale), "an abort below the watermark must keep its claim")
 	_, err = commitOne(ctx, s, stale)
 	require.ErrorIs(t, err, ErrStalePreparation)
@@ -54,8 +52,7 @@ func TestAttemptClaimsDoNotAccumulate(t *testing.T) {
 	// again leaves none either.
 	mustMergeAll(ctx, t, s)
 	require.False(t, claimExists(t, s, stale), "the round that covered the aborted range left its claim")
-	_, err = s.Abort(ctx, stale)
-	require.NoError(t, err)
+	mustAbort(ctx, t, s, stale)
 	require.False(t, claimExists(t, s, stale), "claim kept although no commit of the attempt can publish")
 	require.Equal(t, map[string]int64{"a": 1, "b": 2}, allRows(t, s, SourceBase))
 }
@@ -84,8 +81,7 @@ func TestRetriedPrepareKeepsTheRunOfAClaimedCommit(t *testing.T) {
 	publishOnly(t, s, old)
 	_, err = commitOne(ctx, s, retried)
 	require.ErrorIs(t, err, ErrStalePreparation)
-	_, err = s.Abort(ctx, retried)
-	require.NoError(t, err)
+	mustAbort(ctx, t, s, retried)
 	mustMergeAll(ctx, t, s)
 	require.Equal(t, map[string]int64{"a": 1, "b": 2, "c": 3}, allRows(t, s, SourceAll))
 }
@@ -142,8 +138,7 @@ func TestRetriedPrepareRacingTheOldCommitKeepsLiveRuns(t *testing.T) {
 			if retried != nil {
 				if _, err := commitOne(ctx, s, retried); err != nil {
 					require.ErrorIs(t, err, ErrStalePreparation)
-					_, err = s.Abort(ctx, retried)
-					require.NoError(t, err)
+					mustAbort(ctx, t, s, retried)
 				}
 			}
 			mustMergeAll(ctx, t, s)

@@ -370,8 +370,7 @@ func TestCommitRoundCompensationCrash(t *testing.T) {
 	require.False(t, onStorage(t, f.committer.db.bucket, ps[1].Staged[0].Path), "collected by the round that covered its range")
 	require.Equal(t, f.want, allRows(t, f.writers[0], SourceAll))
 
-	ar, err := f.committer.Abort(ctx, ps[1])
-	require.NoError(t, err)
+	ar := mustAbort(ctx, t, f.committer, ps[1])
 	require.Equal(t, 1, ar.Deleted)
 	_, err = f.writers[0].MergeAll(ctx)
 	require.NoError(t, err)

@@ -48,12 +48,11 @@ func TestPendingMaxBoundsEveryWrite(t *testing.T) {
 		}
 		wg.Wait()
 		require.Equal(t, 16, refused)
-		st, err := s.Stats(ctx)
-		require.NoError(t, err)
+		st := mustStats(ctx, t, s)
 		require.Equal(t, limit, st.TotalPending(), "the writers stop exactly at the limit")
 		require.Equal(t, limit, s.OwnPending())
 		require.ErrorIs(t, s.Delete(ctx, "g00-000"), ErrTooManyPending)
-		_, err = s.List(ctx, ListOptions{})
+		_, err := s.List(ctx, ListOptions{})
 		require.NoError(t, err, "a shard at the limit is still readable")
 	})
 

@@ -43,16 +43,14 @@ func TestQuarantineDamagedGenerationUnblocksTheShard(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, again.AlreadyQuarantined)
 
-	st, err := s.Stats(ctx)
-	require.NoError(t, err)
+	st := mustStats(ctx, t, s)
 	require.Equal(t, 1, st.Quarantined)
 	require.Equal(t, 2, st.TotalPending())
 	// The rows only the damaged generation held are gone from reads (b falls back to its
 	// older version); everything else is intact, and merging runs to the end.
 	require.Equal(t, map[string]int64{"a": 1, "b": 1, "d": 3}, allRows(t, s, SourceAll))
 	mustMergeAll(ctx, t, s)
-	st, err = s.Stats(ctx)
-	require.NoError(t, err)
+	st = mustStats(ctx, t, s)
 	require.Zero(t, st.TotalPending())
 	require.Equal(t, map[string]int64{"a": 1, "b": 1, "d": 3}, allRows(t, s, SourceBase))
 	require.True(t, onStorage(t, db.bucket, bad), "clean-up after the merge must not delete a quarantined object")
@@ -88,8 +86,7 @@ func TestQuarantineDamagedRunUnblocksReadsAndCompaction(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, cr.Committed)
 	require.Equal(t, map[string]int64{"a": 1, "c": 3}, allRows(t, s, SourceBase))
-	st, err := s.Stats(ctx)
-	require.NoError(t, err)
+	st := mustStats(ctx, t, s)
 	require.Equal(t, 1, st.Quarantined)
 	require.Equal(t, 1, st.Runs)
 	require.True(t, onStorage(t, db.bucket, bad), "compaction must not delete a quarantined run")
@@ -111,8 +108,7 @@ func TestLateMergeStepsKeepAQuarantinedRun(t *testing.T) {
 			_, err = s.Quarantine(ctx, p.Staged[0].Path, "operator: bad disk")
 			require.NoError(t, err)
 			if late == "abort" {
-				res, err := s.Abort(ctx, p)
-				require.NoError(t, err)
+				res := mustAbort(ctx, t, s, p)
 				require.True(t, res.CommitPresent)
 			} else {
 				_, err = s.CommitRound(ctx, []*PreparedMerge{p})

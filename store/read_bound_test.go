@@ -64,8 +64,7 @@ func testBoundedReads(t *testing.T, cacheBytes int64) {
 			o.CacheBytes = cacheBytes
 		}
 	})
-	st, err := s.Stats(ctx)
-	require.NoError(t, err)
+	st := mustStats(ctx, t, s)
 	require.Greater(t, st.Shards[0].PendingGenerations, readFanIn, "more generations than one group")
 
 	for _, limit := range []int{1, 7, 100, 10000} {
@@ -76,7 +75,7 @@ func testBoundedReads(t *testing.T, cacheBytes int64) {
 		require.NoError(t, err)
 		require.Equal(t, n, r["n"], k)
 	}
-	_, err = s.Get(ctx, "k9999")
+	_, err := s.Get(ctx, "k9999")
 	require.ErrorIs(t, err, ErrNotFound)
 	require.Zero(t, rb.Reserved(), "reads release the read budget")
 	require.Zero(t, rb.Allocated(), "reads free their arenas")

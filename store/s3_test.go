@@ -196,8 +196,7 @@ func TestS3AppendFlushMergeReadRoundTrip(t *testing.T) {
 	reader := openGeneric(t, openTestDB(t, url, "reader"), "rt")
 	require.Equal(t, want, allRows(t, reader, SourceAll), "before merge")
 	require.Empty(t, allRows(t, reader, SourceBase))
-	st, err := reader.Stats(ctx)
-	require.NoError(t, err)
+	st := mustStats(ctx, t, reader)
 	require.Len(t, st.Shards, 2)
 
 	// Any handle merges every shard (MergeAll visits all pending shards): 5 + 1 generations.

@@ -590,8 +590,7 @@ func TestCrashBetweenMergeStepsLosesNothing(t *testing.T) {
 			}
 			if step == "after-prepare" {
 				// The prepared attempt never committed; abort removes exactly its file.
-				ar, err := s2.Abort(ctx, p)
-				require.NoError(t, err)
+				ar := mustAbort(ctx, t, s2, p)
 				require.Equal(t, 1, ar.Deleted)
 			}
 			require.EqualValues(t, len(want), rows, "no row stored twice in the base")
@@ -610,8 +609,7 @@ func TestRestartedWriterReplaysWAL(t *testing.T) {
 	seal(t, s, row("a", 1))
 	appendRows(t, s, row("b", 2), row("a", 3))
 	epoch := func() uint64 {
-		st, err := s.Stats(ctx)
-		require.NoError(t, err)
+		st := mustStats(ctx, t, s)
 		require.Len(t, st.Shards, 1)
 		return st.Shards[0].WriterEpoch
 	}
@@ -834,16 +832,14 @@ func TestAbortDeletesOnlyWhenCommitIsProvenAbsent(t *testing.T) {
 	res, err := commitOne(ctx, s, p)
 	require.NoError(t, err)
 	require.Equal(t, 1, res.Reclaimed)
-	ar, err := s.Abort(ctx, p)
-	require.NoError(t, err)
+	ar := mustAbort(ctx, t, s, p)
 	require.True(t, ar.CommitPresent)
 	require.Equal(t, 0, ar.Deleted)
 	require.Equal(t, map[string]int64{"a": 1}, allRows(t, s, SourceBase))
 
 	seal(t, s, row("b", 2))
 	p2 := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "wf/b"})
-	ar, err = s.Abort(ctx, p2)
-	require.NoError(t, err)
+	ar = mustAbort(ctx, t, s, p2)
 	require.Equal(t, 1, ar.Deleted)
 	_, err = commitOne(ctx, s, p2)
 	require.ErrorIs(t, err, ErrStalePreparation, "an aborted attempt can never commit")
@@ -861,8 +857,7 @@ func TestStalePreparation(t *testing.T) {
 	require.NoError(t, err)
 	_, err = commitOne(ctx, s, wide)
 	require.ErrorIs(t, err, ErrStalePreparation)
-	ar, err := s.Abort(ctx, wide)
-	require.NoError(t, err)
+	ar := mustAbort(ctx, t, s, wide)
 	require.Equal(t, 1, ar.Deleted)
 	mustMergeAll(ctx, t, s)
 	require.Len(t, allRows(t, s, SourceBase), 3)
@@ -1049,4 +1044,20 @@ func mustLoadShard(ctx context.Context, t *testing.T, s *Store, shard string) *m
 	m, err := s.loadShard(ctx, shard)
 	require.NoError(t, err)
 	return m
+}
+
+// mustAbort aborts the merge pass p of s.
+func mustAbort(ctx context.Context, t *testing.T, s *Store, p *PreparedMerge) AbortResult {
+	t.Helper()
+	res, err := s.Abort(ctx, p)
+	require.NoError(t, err)
+	return res
+}
+
+// mustStats is the stats of s.
+func mustStats(ctx context.Context, t *testing.T, s *Store) Stats {
+	t.Helper()
+	st, err := s.Stats(ctx)
+	require.NoError(t, err)
+	return st
 }

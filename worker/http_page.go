@@ -29,18 +29,22 @@ type pageWriter struct {
 	items     string // the member holding the items: "rows" or "stores"
 	omitEmpty bool   // leave "next" out on the last page instead of writing ""
 	limit     int64
-	started   bool          // the status and the opening are written (status 200)
-	cut       bool          // an item did not fit or did not encode: the page ends at the one before
-	last      string        // the cursor of the last item written
-	size      int64         // bytes of the answer so far
-	buf       bytes.Buffer  // the JSON of an item, or of the page's closing
-	enc       *json.Encoder // into buf
+	started   bool   // the status and the opening are written (status 200)
+	cut       bool   // an item did not fit or did not encode: the page ends at the one before
+	last      string // the cursor of the last item written
+	size      int64  // bytes of the answer so far
+	item      bytes.Buffer
+	cursor    bytes.Buffer
+	enc       *json.Encoder // into item
+	curEnc    *json.Encoder // into cursor
 }
 
 func newPageWriter(w http.ResponseWriter, items string, omitEmpty bool, limit int64) *pageWriter {
 	p := &pageWriter{w: w, items: items, omitEmpty: omitEmpty, limit: limit}
-	p.enc = json.NewEncoder(&p.buf)
+	p.enc = json.NewEncoder(&p.item)
 	p.enc.SetEscapeHTML(false)
+	p.curEnc = json.NewEncoder(&p.cursor)
+	p.curEnc.SetEscapeHTML(false)
 	return p
 }
 
@@ -49,14 +53,13 @@ func newPageWriter(w http.ResponseWriter, items string, omitEmpty bool, limit in
 // or v does not encode (the error; nothing of v is written): the page then ends at the item
 // before, and v starts the next page.
 func (p *pageWriter) add(v any, cursor string) (bool, error) {
-	tail := len(p.tail(cursor))
-	p.buf.Reset()
+	p.item.Reset()
 	if err := p.enc.Encode(v); err != nil {
 		p.cut = true
 		return false, err
 	}
-	item := bytes.TrimSuffix(p.buf.Bytes(), []byte{'\n'})
-	if p.started && p.size+1+int64(len(item)+tail) > p.limit {
+	item := bytes.TrimSuffix(p.item.Bytes(), []byte{'\n'})
+	if p.started && p.size+1+int64(len(item)+len(p.tail(cursor))) > p.limit {
 		p.cut = true
 		return false, nil
 	}
@@ -94,10 +97,10 @@ func (p *pageWriter) tail(cursor string) []byte {
 	if cursor == "" && p.omitEmpty {
 		return []byte("]}\n")
 	}
-	p.buf.Reset()
-	p.buf.WriteString(`],"next":`)
-	_ = p.enc.Encode(cursor) // a string always encodes, and a buffer takes every write
-	b := bytes.TrimSuffix(p.buf.Bytes(), []byte{'\n'})
+	p.cursor.Reset()
+	p.cursor.WriteString(`],"next":`)
+	_ = p.curEnc.Encode(cursor) // a string always encodes, and a buffer takes every write
+	b := bytes.TrimSuffix(p.cursor.Bytes(), []byte{'\n'})
 	return append(b, '}', '\n')
 }
 

@@ -89,3 +89,27 @@ func TestGoRunsOneAtATimeAtTheBuildGOGC(t *testing.T) {
 		t.Fatalf("go env after the lock was dropped: %v", err)
 	}
 }
+
+// Every test package that runs worker processes linked its own walkeeper binary, 5 to 10
+// CPU-seconds each in every run; with the run's binary named, Build links to it instead, and
+// refuses a name that is not an executable file rather than starting the tests on it.
+func TestBuildLinksToTheRunsBinary(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "walkeeper-run")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(EnvBinary, bin)
+	out, err := Build(filepath.Join(dir, "walkeeper"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if target, err := os.Readlink(out); err != nil || target != bin {
+		t.Fatalf("Build made %s (link to %q, %v), want a link to %s", out, target, err, bin)
+	}
+
+	t.Setenv(EnvBinary, filepath.Join(dir, "missing"))
+	if _, err := Build(filepath.Join(dir, "walkeeper-2")); err == nil {
+		t.Fatalf("Build with %s naming a missing file did not fail", EnvBinary)
+	}
+}

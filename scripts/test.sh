@@ -25,7 +25,9 @@
 #      activities, workflows, test/integration); what they add is scale and real servers, and
 #      there the race detector only multiplied time: registering the fleet's 50,000 stores took
 #      162 s under -race beside the other packages and 3 s without, and the matrix's
-#      cross-process races re-execute the test binary, race-built, as their children.
+#      cross-process races re-execute the test binary, race-built, as their children. With
+#      them the packages where -race has nothing to watch (no goroutine in their code or
+#      tests, or harnesses and static checks whose code runs under -race inside 3's packages).
 #   7. the backend × suite matrix and the Temporal server × suite table.
 #
 # Logs: .cache/test.log (3, verbose), .cache/test-cluster.log (4), .cache/test-bench.log and
@@ -131,28 +133,36 @@ bench_pid=$!
 ) >"$blog2" 2>&1 &
 bench2_pid=$!
 
-# 6, in the background. Then store's tests that run under an address-space limit, which the
-# race detector's reserved address space makes them skip in 3.
+# 6, in the background, with the packages where the race detector has nothing to watch:
+# neither their code nor their tests start a goroutine (formats, validation, admin calls), or
+# they are test harnesses and static checks whose code runs under -race inside 3's packages.
+# In 3 each cost a race-built link (1 to 10 CPU-s) and ran at the end of its lane. Then
+# store's tests that run under an address-space limit, which the race detector's reserved
+# address space makes them skip in 3.
 plain=(./test/fleet ./test/backends)
-stamp "== beside it: go test ${plain[*]}, then ./store -run 'UnderAMemoryLimit\$' (log: $plog)"
+unraced=(./contract ./internal/jsonscan ./store/manifest ./store/rowcodec ./target
+  ./internal/actioncount ./cmd/walkeeper-bench ./temporaladmin ./test/lint ./test/deploy/...
+  ./test/duckdb ./internal/testkit/s3test ./internal/testkit/walkeeperproc ./internal/testkit/testtemporal)
+stamp "== beside it: go test ${plain[*]} ${unraced[*]}, then ./store -run 'UnderAMemoryLimit\$' (log: $plog)"
 (
   export WALKEEPER_TEST_TIMES="$PWD/$times_dir/plain"
   rc=0
-  go test "${test_flags[@]}" -count=1 -timeout 25m -v "${plain[@]}" || rc=1
+  go test "${test_flags[@]}" -count=1 -timeout 25m -v "${plain[@]}" "${unraced[@]}" || rc=1
   go test "${test_flags[@]}" -count=1 -timeout 10m -v -run 'UnderAMemoryLimit$' ./store || rc=1
   exit $rc
 ) >"$plog" 2>&1 &
 plain_pid=$!
 
-# go test starts packages in the order given: the longest (wall seconds, warm run) go first,
+# go test starts packages in the order given: the longest (wall or CPU seconds, warm run) go first,
 # so that none of them starts last and runs on while the cores idle. Three at a time: the other
 # lanes end about half-way, and the race run's packages mostly wait on Temporal.
 module=$(go list -m)
-longest=(store test/integration store/objstore test/reliability test/upgrade
-  internal/testkit/temporalcluster worker test/operator test/hostile)
+longest=(store test/integration store/objstore test/reliability test/upgrade worker workflows
+  internal/testkit/temporalcluster test/operator test/hostile)
 longest=("${longest[@]/#/$module/}")
-race_pkgs=("${longest[@]}" $(go list ./... | grep -v -E '/(bench|test/fleet|test/backends)$' | grep -v -x -F -f <(printf '%s\n' "${longest[@]}")))
-stamp "== go test -race -count=1 -timeout 25m ./... but ./bench ${plain[*]}, longest first   (verbose log: $log)"
+race_pkgs=("${longest[@]}" $(go list ./... | grep -v -E '/bench$' |
+  grep -v -x -F -f <(printf '%s\n' "${longest[@]}"; go list "${plain[@]}" "${unraced[@]}")))
+stamp "== go test -race -count=1 -timeout 25m ./... but ./bench and 6's packages, longest first   (verbose log: $log)"
 set +e
 WALKEEPER_TEST_TIMES="$PWD/$times_dir/main" go test "${test_flags[@]}" -race -p 3 -count=1 -timeout 25m -v "${race_pkgs[@]}" 2>&1 | tee "$log" | grep -E --line-buffered '^(ok|FAIL|--- FAIL|panic:|\?|# )|^[^ ].*\.go:[0-9]+:[0-9]+: '
 status=${PIPESTATUS[0]}

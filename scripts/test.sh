@@ -81,16 +81,19 @@ fi
 stamp "== go vet ./..."
 go vet ./...
 
-# One walkeeper binary for the run: every suite that starts worker processes links to it
-# (internal/testkit/walkeeperproc.EnvBinary), where each test package built its own.
-stamp "== go build ./cmd/walkeeper, the binary of every suite's worker processes"
+# One walkeeper binary for the run, built beside the compose checks: every suite that starts
+# worker processes links to it (internal/testkit/walkeeperproc.EnvBinary), where each test
+# package built its own.
+stamp "== beside the compose checks: go build ./cmd/walkeeper, the binary of every suite's worker processes"
 bin_dir=$(mktemp -d)
 trap 'rm -rf "$bin_dir"' EXIT
-go build -ldflags=-w -o "$bin_dir/walkeeper" ./cmd/walkeeper
+go build -ldflags=-w -o "$bin_dir/walkeeper" ./cmd/walkeeper &
+build_pid=$!
 export WALKEEPER_TEST_BINARY="$bin_dir/walkeeper"
 
 stamp "== docker-compose config, Prometheus rules, Grafana dashboard"
 ./scripts/check-compose.sh
+wait "$build_pid"
 
 if [[ -n "$install_pid" ]]; then
   install_status=0

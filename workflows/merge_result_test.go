@@ -20,7 +20,7 @@ import (
 // most contract.MaxResultShards entries, the failed ones first.
 func TestMergeWalResultOfManyShardsStaysBounded(t *testing.T) {
 	env := newEnv(t)
-	const shards = 200
+	const shards = 70 // more than a round takes (contract.MaxRoundShards), and more failed ones than a result lists
 	pending := map[string]int{}
 	for i := range shards {
 		pending[fmt.Sprintf("s%04d", i)] = 1

@@ -86,9 +86,11 @@ go vet ./...
 # package built its own.
 stamp "== beside the compose checks: go build ./cmd/walkeeper, the binary of every suite's worker processes"
 bin_dir=$(mktemp -d)
-trap 'rm -rf "$bin_dir"' EXIT
 go build -ldflags=-w -o "$bin_dir/walkeeper" ./cmd/walkeeper &
 build_pid=$!
+# A failed check ends the script with the build still running: stop it before its directory
+# goes, or it writes its binary into a directory nobody removes.
+trap 'kill "$build_pid" 2>/dev/null || true; wait "$build_pid" 2>/dev/null || true; rm -rf "$bin_dir"' EXIT
 export WALKEEPER_TEST_BINARY="$bin_dir/walkeeper"
 
 stamp "== docker-compose config, Prometheus rules, Grafana dashboard"

@@ -29,12 +29,12 @@ type pageWriter struct {
 	items     string // the member holding the items: "rows" or "stores"
 	omitEmpty bool   // leave "next" out on the last page instead of writing ""
 	limit     int64
-	started   bool   // the status and the opening are written (status 200)
-	cut       bool   // an item did not fit or did not encode: the page ends at the one before
-	last      string // the cursor of the last item written
-	size      int64  // bytes of the answer so far
-	item      bytes.Buffer
-	cursor    bytes.Buffer
+	started   bool          // the status and the opening are written (status 200)
+	cut       bool          // an item did not fit or did not encode: the page ends at the one before
+	last      string        // the cursor of the last item written
+	size      int64         // bytes of the answer so far
+	item      bytes.Buffer  // the JSON of the item being added
+	cursor    bytes.Buffer  // the page's closing with its cursor: apart from item, which it is sized against
 	enc       *json.Encoder // into item
 	curEnc    *json.Encoder // into cursor
 }

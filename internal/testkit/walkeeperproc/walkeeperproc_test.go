@@ -66,10 +66,9 @@ func TestGoRunsOneAtATimeAtTheBuildGOGC(t *testing.T) {
 	t.Setenv(EnvBuildGOGC, "400")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	root, err := cachebin.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := t.TempDir()
+	moduleRoot = func() (string, error) { return root, nil }
+	defer func() { moduleRoot = cachebin.ModuleRoot }()
 	if env := goCommand(ctx, root, "env").Env; !slices.Contains(env, "GOGC=400") || env[len(env)-1] != "GOGC=400" {
 		t.Fatalf("go's environment does not end with GOGC=400 from %s", EnvBuildGOGC)
 	}

@@ -44,7 +44,6 @@ var cases = []testCase{
 	{"ListDirs", testListDirs},
 	{"ListPages", testListPages},
 	{"ListPageStartAfter", testListPageStartAfter},
-	{"ListPageAcrossBackendPages", testListPageAcrossBackendPages},
 	{"RepeatedWritesLeaveOnlyObjects", testRepeatedWrites},
 	{"InvalidKeys", testInvalidKeys},
 	{"ContextAndClose", testContextAndClose},
@@ -275,18 +274,36 @@ func testListDirs(t *testing.T, b *objstore.Bucket) {
 	}
 }
 
-// testListPages: more keys than one listing page (1000 on S3, GCS and Azure): the backend
-// must follow the continuation token, and the delimiter listing must page too.
+// testListPages: more keys than two listing pages (1000 on S3, GCS and Azure): List must
+// follow the continuation token, the delimiter listing must page too, and a ListPageWhere
+// page that starts deep into the prefix returns the keys right after its cursor.
 func testListPages(t *testing.T, b *objstore.Bucket) {
-	const many = 1100
-	putMany(t, b, many, func(i int) string { return fmt.Sprintf("p/%04d/x", i) })
+	const many = 2100
+	ctx := context.Background()
+	key := func(i int) string { return fmt.Sprintf("p/%05d/x", i) }
+	putMany(t, b, many, key)
 	keys := ListKeys(t, b, "p/")
-	if len(keys) != many || keys[0] != "p/0000/x" || keys[many-1] != fmt.Sprintf("p/%04d/x", many-1) {
+	if len(keys) != many || keys[0] != key(0) || keys[many-1] != key(many-1) {
 		t.Fatalf("List over pages: %d keys (%q ... ), want %d", len(keys), keys[:min(len(keys), 3)], many)
 	}
 	dirs := listDirs(t, b, "p/")
-	if len(dirs) != many || dirs[0] != "0000" || dirs[many-1] != fmt.Sprintf("%04d", many-1) {
+	if len(dirs) != many || dirs[0] != "00000" || dirs[many-1] != fmt.Sprintf("%05d", many-1) {
 		t.Fatalf("ListDirs over pages: %d dirs, want %d", len(dirs), many)
+	}
+	for _, start := range []int{0, 999, 1000, 1500, many - 3} {
+		objs, more, err := b.ListPageWhere(ctx, "p/", key(start), 500, nil)
+		if err != nil {
+			t.Fatalf("ListPageWhere(after %q): %v", key(start), err)
+		}
+		n := min(500, many-1-start)
+		if len(objs) != n || more != (start+1+500 < many) {
+			t.Fatalf("ListPageWhere(after %q) = %d objects, more %v; want %d", key(start), len(objs), more, n)
+		}
+		for i, o := range objs {
+			if w := key(start + 1 + i); o.Key != w {
+				t.Fatalf("ListPageWhere(after %q)[%d] = %q, want %q", key(start), i, o.Key, w)
+			}
+		}
 	}
 }
 
@@ -354,30 +371,6 @@ func testListPageStartAfter(t *testing.T, b *objstore.Bucket) {
 		}
 		if !reflect.DeepEqual(got, c.want) {
 			t.Errorf("ListPageWhere(%q, after %q, 2) = %q, want %q", c.prefix, c.after, got, c.want)
-		}
-	}
-}
-
-// testListPageAcrossBackendPages: a page that starts deep into a prefix larger than one
-// backend listing page (1000 keys) returns the keys right after the cursor.
-func testListPageAcrossBackendPages(t *testing.T, b *objstore.Bucket) {
-	const many = 2100
-	ctx := context.Background()
-	putMany(t, b, many, func(i int) string { return fmt.Sprintf("s/%05d", i) })
-	for _, start := range []int{0, 999, 1000, 1500, many - 3} {
-		after := fmt.Sprintf("s/%05d", start)
-		objs, more, err := b.ListPageWhere(ctx, "s/", after, 500, nil)
-		if err != nil {
-			t.Fatalf("ListPageWhere(after %q): %v", after, err)
-		}
-		n := min(500, many-1-start)
-		if len(objs) != n || more != (start+1+500 < many) {
-			t.Fatalf("ListPageWhere(after %q) = %d objects, more %v; want %d", after, len(objs), more, n)
-		}
-		for i, o := range objs {
-			if w := fmt.Sprintf("s/%05d", start+1+i); o.Key != w {
-				t.Fatalf("ListPageWhere(after %q)[%d] = %q, want %q", after, i, o.Key, w)
-			}
 		}
 	}
 }

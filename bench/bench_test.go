@@ -56,9 +56,9 @@ func TestChildProcess(t *testing.T) {
 }
 
 // quickDeadlines are the scenarios whose fixed amount of work outlasts the default deadline on
-// a loaded machine: fairness drains 420 merges through each of its two dev servers, which
-// took 178 s in a green CI run and passed the 4 minutes in runs where the compose stage's
-// image builds held the dev servers to 3.3–4.3 merges/s.
+// a loaded machine: fairness drains 230 merges through each of its two dev servers, one after
+// the other, which passes 4 minutes at the 3.3–4.3 merges/s the dev servers managed beside
+// the compose stage's image builds.
 var quickDeadlines = map[string]time.Duration{"fairness": 12 * time.Minute}
 
 func runQuick(t *testing.T, name string, tweak ...func(*Options)) *Result {
@@ -577,14 +577,15 @@ func TestStartRateLevelProblems(t *testing.T) {
 	}
 }
 
-// TestFairnessQuick: behind 200 queued rollout merges the generic merges' p50 with fairness
-// on is below the same server's without it (3.5–4.0 s against 13.5 s in
-// docs/benchmarks/fairness.md), and every kind completed activities while all were saturated.
+// TestFairnessQuick: behind 100 queued rollout merges the generic merges' p50 with fairness
+// on is below the same server's without it (behind 200: 3.5–4.0 s against 13.5 s in
+// docs/benchmarks/fairness.md; without fairness the wait grows with the backlog), and every
+// kind completed activities while all were saturated.
 func TestFairnessQuick(t *testing.T) {
 	testtemporal.SkipShort(t)
-	res := runQuick(t, "fairness", func(o *Options) { o.Backlogs = []int{0, 200} })
-	if on, off := value(t, res, "light_p50_ms_dev_true_200"), value(t, res, "light_p50_ms_dev_false_200"); on >= off {
-		t.Errorf("generic p50 behind 200 rollout merges: %.0f ms with fairness, %.0f ms without", on, off)
+	res := runQuick(t, "fairness", func(o *Options) { o.Backlogs = []int{0, 100} })
+	if on, off := value(t, res, "light_p50_ms_dev_true_100"), value(t, res, "light_p50_ms_dev_false_100"); on >= off {
+		t.Errorf("generic p50 behind 100 rollout merges: %.0f ms with fairness, %.0f ms without", on, off)
 	}
 	if dev := value(t, res, "share_worst_deviation_false"); dev >= 1 {
 		t.Errorf("a kind got no share while all were saturated (worst deviation %.2f)", dev)

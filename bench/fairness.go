@@ -63,7 +63,7 @@ func runFairness(ctx context.Context, o Options, res *Result, dir string) error 
 		// Process-wide, as the SDK has it: this scenario's workers are the process's only ones.
 		tworker.SetStickyWorkflowCacheSize(0)
 	}
-	backlogs, perKind := fullOrQuick(o, []int{0, 400, 2000, 10_000}, []int{0, 50, 200}), fullOrQuick(o, 500, 60)
+	backlogs, perKind := fullOrQuick(o, []int{0, 400, 2000, 10_000}, []int{0, 50, 200}), fullOrQuick(o, 500, 30)
 	if o.Backlogs != nil {
 		backlogs = o.Backlogs
 	}

@@ -160,9 +160,11 @@ plain_pid=$!
 
 # go test starts packages in the order given: the longest (wall or CPU seconds, warm run) go first,
 # so that none of them starts last and runs on while the cores idle. Three at a time: the other
-# lanes end about half-way, and the race run's packages mostly wait on Temporal.
+# lanes end about half-way, and the race run's packages mostly wait on Temporal. worker goes
+# second: two of its 200 s wait out the SDK's two minutes of retries, which cost no CPU beside
+# the busy lanes and, started sixth, kept the run going for 3 minutes after they ended.
 module=$(go list -m)
-longest=(store test/integration store/objstore test/reliability test/upgrade worker workflows
+longest=(store worker store/objstore test/integration test/reliability test/upgrade workflows
   internal/testkit/temporalcluster test/operator test/hostile)
 longest=("${longest[@]/#/$module/}")
 race_pkgs=("${longest[@]}" $(go list ./... | grep -v -E '/bench$' |

@@ -1,6 +1,7 @@
 package objstore_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -9,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/walkeeper/walkeeper/internal/testkit/s3test"
 	"github.com/walkeeper/walkeeper/store/objstore"
@@ -39,14 +39,13 @@ func TestListPageS3RequestsPerPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
+	// Written to the server's backend directly: the requests counted are the listings.
 	const n = 3000
-	var g errgroup.Group
-	g.SetLimit(8)
 	for i := 0; i < n; i++ {
-		g.Go(func() error { return b.Put(ctx, fmt.Sprintf("_registry/generic/s%05d.json", i), nil) })
-	}
-	if err := g.Wait(); err != nil {
-		t.Fatal(err)
+		key := fmt.Sprintf("_registry/generic/s%05d.json", i)
+		if _, err := backend.PutObject(bucket, key, nil, bytes.NewReader(nil), 0, nil); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// One request per page at any depth, not a stream of the whole prefix (n/1000 requests).
 	for _, start := range []int{0, 1500, 2900} {

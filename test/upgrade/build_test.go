@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/walkeeper/walkeeper/internal/cachebin"
+	"github.com/walkeeper/walkeeper/internal/testkit/testtemporal"
 	"github.com/walkeeper/walkeeper/internal/testkit/walkeeperproc"
 )
 
@@ -29,8 +30,24 @@ type builds struct {
 
 // buildAB builds A (the tree as it is) and B (the tree with changePatch applied, through a
 // build overlay, so the checkout is never modified and unchanged packages come from the
-// build cache). A patch that no longer applies fails the test: rewrite it against the tree.
+// build cache).
 func buildAB(t *testing.T, dir string) builds {
+	t.Helper()
+	bs := builds{overlay: overlayB(t, dir)}
+	var err error
+	if bs.a, err = walkeeperproc.Build(filepath.Join(dir, "walkeeper-a")); err != nil {
+		t.Fatal(err)
+	}
+	if bs.b, err = walkeeperproc.Build(filepath.Join(dir, "walkeeper-b"), "-overlay", bs.overlay); err != nil {
+		t.Fatal(err)
+	}
+	return bs
+}
+
+// overlayB writes, under dir, the `go build -overlay` file that turns this tree into build
+// B, and returns its path. A patch that no longer applies fails the test: rewrite it against
+// the tree.
+func overlayB(t *testing.T, dir string) string {
 	t.Helper()
 	root, err := cachebin.ModuleRoot()
 	if err != nil {
@@ -74,17 +91,11 @@ func buildAB(t *testing.T, dir string) builds {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bs := builds{overlay: filepath.Join(dir, "overlay-b.json")}
-	if err := os.WriteFile(bs.overlay, raw, 0o644); err != nil {
+	overlay := filepath.Join(dir, "overlay-b.json")
+	if err := os.WriteFile(overlay, raw, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if bs.a, err = walkeeperproc.Build(filepath.Join(dir, "walkeeper-a")); err != nil {
-		t.Fatal(err)
-	}
-	if bs.b, err = walkeeperproc.Build(filepath.Join(dir, "walkeeper-b"), "-overlay", bs.overlay); err != nil {
-		t.Fatal(err)
-	}
-	return bs
+	return overlay
 }
 
 // gitApply is `git apply args...` run in dir as a plain patch tool: inside a repository (the
@@ -119,14 +130,16 @@ func patchedFiles(t *testing.T, patch, dir string) []string {
 	return files
 }
 
-// replayOnB runs the workflow replay tests (workflows/replay_test.go: every history recorded
-// in workflows/testdata/replay) against build B's workflow code: a gated change replays the
-// histories of the code before it.
-func replayOnB(t *testing.T, bs builds) {
-	t.Helper()
+// TestBuildBReplaysTheRecordedHistories runs the workflow replay tests
+// (workflows/replay_test.go: every history recorded in workflows/testdata/replay) against
+// build B's workflow code: a gated change replays the histories of the code before it. No
+// Temporal server takes part, so the PostgreSQL lane of scripts/test.sh leaves it out.
+func TestBuildBReplaysTheRecordedHistories(t *testing.T) {
+	testtemporal.SkipShort(t)
+	overlay := overlayB(t, t.TempDir())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	out, err := walkeeperproc.Go(ctx, "test", "-ldflags=-w", "-overlay", bs.overlay, "-count=1", "-v", "-run", "^TestReplay$", "./workflows")
+	out, err := walkeeperproc.Go(ctx, "test", "-ldflags=-w", "-overlay", overlay, "-count=1", "-v", "-run", "^TestReplay$", "./workflows")
 	if err != nil {
 		t.Fatalf("build B does not replay the recorded histories: %v\n%s", err, out)
 	}

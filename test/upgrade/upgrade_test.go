@@ -43,8 +43,7 @@ func TestRollingUpgradeKeepsMergesRunning(t *testing.T) {
 	t0 := time.Now()
 	dir := t.TempDir()
 	bs := buildAB(t, dir)
-	replayOnB(t, bs)
-	t.Logf("builds A and B ready, B replays the recorded histories: %s", time.Since(t0).Round(time.Millisecond))
+	t.Logf("builds A and B ready: %s", time.Since(t0).Round(time.Millisecond))
 
 	hostPort, c := testtemporal.Start(t)
 	storage := "file://" + filepath.Join(dir, "storage") + "?nosync=1"

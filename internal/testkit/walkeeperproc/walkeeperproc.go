@@ -64,10 +64,15 @@ func Build(out string, flags ...string) (string, error) {
 // two identical builds at once each compile everything, where the second one after the first
 // finds it all in the build cache.
 func Go(ctx context.Context, args ...string) ([]byte, error) {
-	root, err := moduleRoot()
+	root, err := cachebin.ModuleRoot()
 	if err != nil {
 		return nil, err
 	}
+	return goIn(ctx, root, args...)
+}
+
+// goIn is Go in root, one at a time per root.
+func goIn(ctx context.Context, root string, args ...string) ([]byte, error) {
 	unlock, err := lockBuilds(ctx, root)
 	if err != nil {
 		return nil, err
@@ -79,10 +84,6 @@ func Go(ctx context.Context, args ...string) ([]byte, error) {
 	err = cmd.Run()
 	return buf.Bytes(), err
 }
-
-// moduleRoot is where Go runs and what its lock is named by: a variable so that the lock's
-// own test takes a lock of its own, not the one the run's real builds hold for minutes.
-var moduleRoot = cachebin.ModuleRoot
 
 // goCommand is `go args...` in root, at the build GOGC when EnvBuildGOGC is set.
 func goCommand(ctx context.Context, root string, args ...string) *exec.Cmd {

@@ -9,8 +9,6 @@ import (
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/walkeeper/walkeeper/internal/cachebin"
 )
 
 // fatalTB records a Fatalf and the clean-ups registered, which it runs when asked.
@@ -66,9 +64,8 @@ func TestGoRunsOneAtATimeAtTheBuildGOGC(t *testing.T) {
 	t.Setenv(EnvBuildGOGC, "400")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	// A root of its own: the module root's lock is held for minutes by the run's real builds.
 	root := t.TempDir()
-	moduleRoot = func() (string, error) { return root, nil }
-	defer func() { moduleRoot = cachebin.ModuleRoot }()
 	if env := goCommand(ctx, root, "env").Env; !slices.Contains(env, "GOGC=400") || env[len(env)-1] != "GOGC=400" {
 		t.Fatalf("go's environment does not end with GOGC=400 from %s", EnvBuildGOGC)
 	}
@@ -80,11 +77,11 @@ func TestGoRunsOneAtATimeAtTheBuildGOGC(t *testing.T) {
 	// Another process's build holds the lock: this one waits for it, here until its deadline.
 	short, cancelShort := context.WithTimeout(ctx, time.Second)
 	defer cancelShort()
-	if out, err := Go(short, "env", "GOGC"); !errors.Is(err, context.DeadlineExceeded) {
+	if out, err := goIn(short, root, "env", "GOGC"); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("go env ran while another build held the lock: %q, %v", out, err)
 	}
 	unlock()
-	if _, err := Go(ctx, "env", "GOGC"); err != nil {
+	if _, err := goIn(ctx, root, "env", "GOGC"); err != nil {
 		t.Fatalf("go env after the lock was dropped: %v", err)
 	}
 }

@@ -91,12 +91,14 @@ go build -ldflags=-w -o "$bin_dir/walkeeper" ./cmd/walkeeper &
 build_pid=$!
 # A failed check ends the script with the build still running: stop it before its directory
 # goes, or it writes its binary into a directory nobody removes.
-trap 'kill "$build_pid" 2>/dev/null || true; wait "$build_pid" 2>/dev/null || true; rm -rf "$bin_dir"' EXIT
+trap '[[ -z "$build_pid" ]] || { kill "$build_pid" 2>/dev/null; wait "$build_pid" 2>/dev/null; } || true; rm -rf "$bin_dir"' EXIT
 export WALKEEPER_TEST_BINARY="$bin_dir/walkeeper"
 
 stamp "== docker-compose config, Prometheus rules, Grafana dashboard"
 ./scripts/check-compose.sh
+# Reaped, its PID may go to another process: the trap must not kill that one.
 wait "$build_pid"
+build_pid=
 
 if [[ -n "$install_pid" ]]; then
   install_status=0

@@ -20,7 +20,9 @@ import (
 // most contract.MaxResultShards entries, the failed ones first.
 func TestMergeWalResultOfManyShardsStaysBounded(t *testing.T) {
 	env := newEnv(t)
-	const shards = 70 // more than a round takes (contract.MaxRoundShards), and more failed ones than a result lists
+	const shards = 70
+	require.Greater(t, shards, contract.MaxRoundShards, "more shards than one round takes")
+	require.Greater(t, shards/5*3, contract.MaxResultShards, "more failed shards than a result lists")
 	pending := map[string]int{}
 	for i := range shards {
 		pending[fmt.Sprintf("s%04d", i)] = 1

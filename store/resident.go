@@ -212,8 +212,12 @@ func (db *DB) evict(ctx context.Context, c evictClaim, reason string) (evicted b
 	}
 	unlock := db.locks.lock(s.target)
 	defer unlock()
-	if s.lastUsed.Load() != c.seen {
-		return false, nil // used again since it was picked: no longer idle, no longer least recent
+	// Under writerMu an append either pinned the writer before this check, or finds the
+	// handle evicted and goes to the next one: none reaches a writer retire stops.
+	s.writerMu.Lock()
+	if s.lastUsed.Load() != c.seen || s.pins > 0 {
+		s.writerMu.Unlock()
+		return false, nil // used since it was picked: no longer idle, no longer least recent
 	}
 	db.mu.Lock()
 	delete(db.stores, s.target)
@@ -221,8 +225,6 @@ func (db *DB) evict(ctx context.Context, c evictClaim, reason string) (evicted b
 	db.claimed--
 	db.metrics.ResidentStores.Set(float64(len(db.stores)))
 	db.mu.Unlock()
-
-	s.writerMu.Lock()
 	s.evicted = true
 	w = s.w
 	s.writerMu.Unlock()

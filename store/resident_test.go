@@ -421,6 +421,62 @@ func testEvictionRaces(t *testing.T, merges bool) {
 	require.Equal(t, appenders*perWriter, total)
 }
 
+// TestFindingAppendInFlightKeepsItsStoreResident: an eviction that found an append queued for
+// its store's writer stopped the writer under it, and the append moved on to the next
+// writer; four such evictions in a row (a store idle after a millisecond, on a loaded
+// machine) answered a client "closed" for a store nobody closed. An append now pins its
+// store's writer until it is answered, and an eviction leaves a pinned store resident.
+func TestFindingAppendInFlightKeepsItsStoreResident(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now() // a clock that stands still: only the pin can save the store
+	db := openTestDB(t, newMemURL(), "w", func(o *Options) {
+		o.ResidentStoresMax, o.ResidentIdle = 1, 0
+		o.Now = func() time.Time { return now }
+	})
+	s := createGeneric(t, db, "busy", false)
+	appendRows(t, s, row("a", 1))
+
+	var step atomic.Int32 // 0: off; 1: the next WAL write waits for release; 2: past it
+	inWAL, release := make(chan struct{}), make(chan struct{})
+	db.bucket = db.bucket.WithFaults(objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
+		if op == objstore.OpPutIfAbsent && strings.Contains(key, "/wal/") && step.CompareAndSwap(1, 2) {
+			close(inWAL)
+			<-release
+		}
+		return nil
+	}})
+	step.Store(1)
+	appended := make(chan error, 1)
+	go func() {
+		_, err := s.Append(ctx, []Row{row("b", 2)})
+		appended <- err
+	}()
+	<-inWAL
+
+	created := make(chan error, 1)
+	go func() { // over the max: tries to evict "busy" while its append is in the WAL write
+		_, err := db.Create(ctx, Target{Kind: KindGeneric, Name: "other"}, CreateOptions{Schema: &testSchema})
+		created <- err
+	}()
+	var createErr error
+	waitFor(t, "the create's eviction to end or to stop the writer", func() bool {
+		select {
+		case createErr = <-created:
+			return true
+		default:
+			_, evicted := s.handle()
+			return evicted
+		}
+	})
+	_, evicted := s.handle()
+	close(release)
+	require.False(t, evicted, "an eviction took a store with an append in flight")
+	require.NoError(t, createErr)
+	require.NoError(t, <-appended)
+	require.ElementsMatch(t, []string{"busy", "other"}, residentNames(db), "the store being written stays resident")
+	require.Equal(t, map[string]int64{"a": 1, "b": 2}, allRows(t, s, SourceAll))
+}
+
 func TestCloseWaitsForEvictionsAndStopsTheJanitor(t *testing.T) {
 	ctx := context.Background()
 	base := settledCommitters()

@@ -29,9 +29,12 @@ type Store struct {
 	genSlackOnce sync.Once // computes genSlack (read_object.go)
 	genSlack     int64
 
-	writerMu sync.Mutex // guards w, closed and evicted
+	writerMu sync.Mutex // guards w, closed, evicted and pins
 	w        *writer
 	closed   bool
+	// pins counts the appends using w (pinnedWriter): an eviction leaves a pinned store
+	// resident, since a store being written is not idle.
+	pins int
 	// evicted: the DB dropped this handle (resident.go); its writer accessors forward to the
 	// target's resident handle, so a caller still holding it loses nothing.
 	evicted bool
@@ -64,32 +67,49 @@ func (s *Store) Codec() *rowcodec.Codec { return s.codec }
 // writer returns the resident writer of this process's shard, claiming the shard on first
 // use; an evicted handle hands out its target's resident handle's writer.
 func (s *Store) writer(ctx context.Context) (*writer, error) {
+	w, unpin, err := s.pinnedWriter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	unpin()
+	return w, nil
+}
+
+// pinnedWriter is writer for an append: until unpin, no eviction retires the writer, so an
+// append in flight never finds its writer stopped by an eviction of a store it is using.
+func (s *Store) pinnedWriter(ctx context.Context) (w *writer, unpin func(), err error) {
 	s.touch()
 	s.writerMu.Lock()
 	if s.evicted {
 		s.writerMu.Unlock()
 		cur, err := s.db.Open(ctx, s.target)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return cur.writer(ctx)
+		return cur.pinnedWriter(ctx)
 	}
 	defer s.writerMu.Unlock()
 	if s.closed {
-		return nil, ErrClosed
+		return nil, nil, ErrClosed
 	}
-	if s.w != nil && s.w.alive() {
-		return s.w, nil
+	if s.w == nil || !s.w.alive() {
+		if s.w != nil {
+			s.w.stopCommitter() // a dead writer's committer has nothing left to do
+		}
+		fresh, err := openWriter(ctx, s)
+		if err != nil {
+			return nil, nil, err
+		}
+		s.w = fresh
 	}
-	if s.w != nil {
-		s.w.stopCommitter() // a dead writer's committer has nothing left to do
-	}
-	w, err := openWriter(ctx, s)
-	if err != nil {
-		return nil, err
-	}
-	s.w = w
-	return w, nil
+	s.pins++
+	return s.w, s.unpin, nil
+}
+
+func (s *Store) unpin() {
+	s.writerMu.Lock()
+	s.pins--
+	s.writerMu.Unlock()
 }
 
 // residentWriter returns the current writer without opening one (an evicted handle: the

@@ -78,29 +78,12 @@ func (s *Store) submit(ctx context.Context, rows []Row, size int64, deleted bool
 	// One retry on a fresh writer: a fence means another process claimed our shard, and
 	// reclaiming it (fencing that process) is what a restarted owner must do.
 	for attempt := 0; ; attempt++ {
-		w, err := s.writer(ctx)
+		w, unpin, err := s.pinnedWriter(ctx)
 		if err != nil {
 			return AppendResult{}, err
 		}
-		release, err := w.admit(ctx)
-		if err != nil {
-			return AppendResult{}, err
-		}
-		req := &appendReq{rows: rows, bytes: size, deleted: deleted, done: make(chan appendDone, 1)}
-		select {
-		case w.reqs <- req:
-		case <-w.stopped:
-			release()
-			if attempt < maxSubmitAttempts {
-				continue
-			}
-			return AppendResult{}, ErrClosed
-		case <-ctx.Done():
-			release()
-			return AppendResult{}, ctx.Err()
-		}
-		d := w.await(req)
-		release()
+		d := s.submitTo(ctx, w, rows, size, deleted)
+		unpin()
 		if errors.Is(d.err, ErrClosed) && attempt < maxSubmitAttempts {
 			continue // the writer stopped (evicted or replaced) before writing it: the next one takes it
 		}
@@ -113,6 +96,25 @@ func (s *Store) submit(ctx context.Context, rows []Row, size int64, deleted bool
 		}
 		return d.res, d.err
 	}
+}
+
+// submitTo queues one append on w and waits for its answer: ErrClosed when w stopped before
+// taking it.
+func (s *Store) submitTo(ctx context.Context, w *writer, rows []Row, size int64, deleted bool) appendDone {
+	release, err := w.admit(ctx)
+	if err != nil {
+		return appendDone{err: err}
+	}
+	defer release()
+	req := &appendReq{rows: rows, bytes: size, deleted: deleted, done: make(chan appendDone, 1)}
+	select {
+	case w.reqs <- req:
+	case <-w.stopped:
+		return appendDone{err: ErrClosed}
+	case <-ctx.Done():
+		return appendDone{err: ctx.Err()}
+	}
+	return w.await(req)
 }
 
 // unsealedFactor bounds the rows a writer holds in memtables to unsealedFactor ×

@@ -213,7 +213,7 @@ func (db *DB) evict(ctx context.Context, c evictClaim, reason string) (evicted b
 	unlock := db.locks.lock(s.target)
 	defer unlock()
 	// Under writerMu an append either pinned the writer before this check, or finds the
-	// handle evicted and goes to the next one: none reaches a writer retire stops.
+	// handle evicted and goes to the next one, so retire never stops a writer in use.
 	s.writerMu.Lock()
 	if s.lastUsed.Load() != c.seen || s.pins > 0 {
 		s.writerMu.Unlock()

@@ -68,96 +68,92 @@ func appendIDs(t *testing.T, s *store.Store, ids ...string) {
 	}
 }
 
-// A wedged store of one kind must not delay the seal of another kind: the kinds run in their
-// own loops, and the wedged store is abandoned after the per-store timeout and then skipped.
-func TestFlusherSlowKindDoesNotDelayOtherKinds(t *testing.T) {
-	m := NewMetrics(nil)
-	db, ro, ge := testDB(t, m)
-	appendIDs(t, ro, "r1")
-	appendIDs(t, ge, "g1")
-
-	release := make(chan struct{})
-	var roEntered atomic.Int32
-	var geFlushes atomic.Int32
-	geSealed := make(chan float64, 1) // rollout timeouts seen when generic first sealed
-	sw := NewFlusher(FlusherOptions{
+// wedgedFlusher starts a flusher whose rollout stores' seals wedge, ignoring their context,
+// until release is closed; it counts the entries into them and the generic flushes that succeed.
+func wedgedFlusher(t *testing.T, m *Metrics, db *store.DB, timeout time.Duration, release chan struct{}) (roEntered, geFlushes *atomic.Int32) {
+	t.Helper()
+	roEntered, geFlushes = new(atomic.Int32), new(atomic.Int32)
+	fl := NewFlusher(FlusherOptions{
 		Interval: 10 * time.Millisecond,
-		Timeout:  time.Second,
+		Timeout:  timeout,
 		Logger:   zaptest.NewLogger(t),
 		Metrics:  m,
 		Resident: db.Resident,
 		Flush: func(ctx context.Context, s *store.Store) (store.FlushResult, error) {
 			if s.Target().Kind == store.KindRollout {
 				roEntered.Add(1)
-				<-release // wedged until the test lets go (ignores ctx on purpose)
+				<-release
 			}
 			res, err := s.Flush(ctx)
-			if s.Target().Kind == store.KindGeneric {
+			if s.Target().Kind == store.KindGeneric && err == nil {
 				geFlushes.Add(1)
-				if res.Sealed {
-					select {
-					case geSealed <- testutil.ToFloat64(m.flusherTimeouts.WithLabelValues("rollout")):
-					default:
-					}
-				}
 			}
 			return res, err
 		},
 	})
-	sw.Start(context.Background())
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	fl.Start(context.Background())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := sw.Stop(ctx); err != nil {
+		if err := fl.Stop(ctx); err != nil {
 			t.Errorf("Stop: %v", err)
 		}
-	}()
+	})
+	return roEntered, geFlushes
+}
 
-	select {
-	case timeouts := <-geSealed:
-		// Sealed before the wedged rollout store was even abandoned.
-		if timeouts != 0 {
-			t.Fatal("generic store sealed only after the wedged rollout store timed out")
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("generic store never sealed while a rollout store was wedged")
+// A wedged store of one kind must not delay the seals of another kind: the kinds run in their
+// own loops. The wedge outlasts the test and its timeout is an hour, so a flusher that waited
+// for it, or for its timeout, would seal nothing more here whatever the machine's load.
+func TestFlusherSlowKindDoesNotDelayOtherKinds(t *testing.T) {
+	m := NewMetrics(nil)
+	db, ro, ge := testDB(t, m)
+	appendIDs(t, ro, "r1")
+	appendIDs(t, ge, "g1")
+	release := make(chan struct{})
+	defer close(release)
+	roEntered, geFlushes := wedgedFlusher(t, m, db, time.Hour, release)
+
+	waitUntil(t, "wedged rollout seal", func() bool { return roEntered.Load() == 1 })
+	before := geFlushes.Load()
+	waitUntil(t, "five generic flushes while the rollout store is wedged", func() bool { return geFlushes.Load() >= before+5 })
+	appendIDs(t, ge, "g2")
+	waitUntil(t, "seal of the generic row appended during the wedge", func() bool {
+		st, err := ge.Stats(context.Background())
+		return err == nil && st.Totals.PendingGenerations >= 2
+	})
+	if got := testutil.ToFloat64(m.flusherTimeouts.WithLabelValues("rollout")); got != 0 {
+		t.Fatalf("rollout timeouts = %v within an hour's timeout", got)
 	}
-	// The generic loop keeps ticking while rollout is still wedged.
-	deadline := time.Now().Add(5 * time.Second)
-	for geFlushes.Load() < 5 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if geFlushes.Load() < 5 {
-		t.Fatalf("generic flushed %d times while rollout was wedged", geFlushes.Load())
-	}
-	// The wedged store timed out once, and is skipped (not re-entered) while its seal runs.
-	for testutil.ToFloat64(m.flusherTimeouts.WithLabelValues("rollout")) < 1 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
+}
+
+// A seal past the timeout is abandoned for the tick, counted once, and its store is skipped
+// (not entered again) while the abandoned seal runs; once it returns the store is swept again.
+func TestFlusherAbandonsAWedgedSealOnce(t *testing.T) {
+	m := NewMetrics(nil)
+	db, ro, _ := testDB(t, m)
+	appendIDs(t, ro, "r1")
+	release := make(chan struct{})
+	roEntered, _ := wedgedFlusher(t, m, db, 100*time.Millisecond, release)
+
+	waitUntil(t, "timeout of the wedged seal", func() bool {
+		return testutil.ToFloat64(m.flusherTimeouts.WithLabelValues("rollout")) >= 1
+	})
+	waitUntil(t, "skip of the wedged store", func() bool {
+		return testutil.ToFloat64(m.flusherSkipped.WithLabelValues("rollout")) >= 1
+	})
+	if n := roEntered.Load(); n != 1 {
+		t.Fatalf("wedged store entered %d times, want 1", n)
 	}
 	if got := testutil.ToFloat64(m.flusherTimeouts.WithLabelValues("rollout")); got != 1 {
 		t.Fatalf("rollout timeouts = %v, want 1", got)
 	}
-	for testutil.ToFloat64(m.flusherSkipped.WithLabelValues("rollout")) < 1 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if n := roEntered.Load(); n != 1 {
-		t.Fatalf("wedged store entered %d times, want 1", n)
-	}
 	if got := testutil.ToFloat64(m.Store.FlushTotal.WithLabelValues("rollout", "timeout")); got != 1 {
 		t.Fatalf(`walkeeper_flush_total{kind="rollout",result="timeout"} = %v`, got)
 	}
-	if got := testutil.ToFloat64(m.flusherTimeouts.WithLabelValues("generic")); got != 0 {
-		t.Fatalf("generic timeouts = %v", got)
-	}
 
-	// Released, the abandoned seal completes and the store is swept again.
 	close(release)
-	for roEntered.Load() < 2 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if roEntered.Load() < 2 {
-		t.Fatal("rollout store not swept again after its abandoned seal returned")
-	}
+	waitUntil(t, "new sweep of the rollout store after its abandoned seal returned", func() bool { return roEntered.Load() >= 2 })
 }
 
 // FlushOnce runs the kinds concurrently. The rollout store (swept first if kinds ran in order)

@@ -156,54 +156,6 @@ func TestFlusherAbandonsAWedgedSealOnce(t *testing.T) {
 	waitUntil(t, "new sweep of the rollout store after its abandoned seal returned", func() bool { return roEntered.Load() >= 2 })
 }
 
-// FlushOnce runs the kinds concurrently. The rollout store (swept first if kinds ran in order)
-// can only finish once the generic store has sealed; run serially, it would sit out its whole
-// timeout.
-func TestFlushOnceRunsKindsConcurrently(t *testing.T) {
-	m := NewMetrics(nil)
-	db, ro, ge := testDB(t, m)
-	appendIDs(t, ro, "r1")
-	appendIDs(t, ge, "g1")
-	geSealed := make(chan struct{})
-	sw := NewFlusher(FlusherOptions{
-		Interval: time.Hour,
-		Timeout:  5 * time.Second,
-		Logger:   zaptest.NewLogger(t),
-		Metrics:  m,
-		Resident: db.Resident,
-		Flush: func(ctx context.Context, s *store.Store) (store.FlushResult, error) {
-			if s.Target().Kind == store.KindRollout {
-				select {
-				case <-geSealed:
-				case <-ctx.Done():
-					return store.FlushResult{}, ctx.Err()
-				}
-			}
-			res, err := s.Flush(ctx)
-			if s.Target().Kind == store.KindGeneric && res.Sealed {
-				close(geSealed)
-			}
-			return res, err
-		},
-	})
-	begin := time.Now()
-	sw.FlushOnce(context.Background())
-	if d := time.Since(begin); d > 4*time.Second {
-		t.Fatalf("FlushOnce took %v: kinds ran one after another", d)
-	}
-	if got := testutil.ToFloat64(m.flusherTimeouts.WithLabelValues("rollout")); got != 0 {
-		t.Fatalf("rollout timed out (%v): it waited for the generic pass", got)
-	}
-	if got := testutil.ToFloat64(m.Store.FlushTotal.WithLabelValues("rollout", "sealed")); got != 1 {
-		t.Fatalf("rollout seals = %v", got)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := sw.Stop(ctx); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestFlusherStartWithZeroIntervalIsOff(t *testing.T) {
 	called := atomic.Int32{}
 	sw := NewFlusher(FlusherOptions{Resident: func() []*store.Store { called.Add(1); return nil }})

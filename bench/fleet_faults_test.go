@@ -34,17 +34,23 @@ func TestOfOtherFleet(t *testing.T) {
 }
 
 // quiesce returns once no request for another fleet came for the quiet period, and not
-// before: a request within it restarts the wait.
+// before: a request within it restarts the wait. The requests come far inside the quiet
+// period, so only a scheduler stall of most of it could end the wait early.
 func TestFleetFaultsQuiesce(t *testing.T) {
+	const (
+		quiet = 2 * time.Second
+		gap   = 100 * time.Millisecond
+		limit = 30 * time.Second
+	)
 	f := &fleetFaults{fleetPrefix: "f3-"}
 	go func() {
 		for range 4 {
 			_ = f.Before("get", "generic/f2-0000001/store.json")
-			time.Sleep(200 * time.Millisecond)
+			time.Sleep(gap)
 		}
 	}()
-	waited, n := f.quiesce(context.Background(), 500*time.Millisecond, 10*time.Second)
-	if n != 4 || waited < 1100*time.Millisecond || waited > 5*time.Second {
-		t.Errorf("quiesce waited %s and saw %d requests, want 4 and ≥ 1.1 s", waited, n)
+	waited, n := f.quiesce(context.Background(), quiet, limit)
+	if n != 4 || waited < quiet+3*gap || waited >= limit {
+		t.Errorf("quiesce waited %s and saw %d requests, want 4 and at least %s, the quiet period after the last", waited, n, quiet+3*gap)
 	}
 }

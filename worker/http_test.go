@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -348,10 +347,7 @@ func TestHTTPWritesRefusedOverPendingLimit(t *testing.T) {
 			if r.header.Get("Retry-After") == "" {
 				t.Fatal("503 too_many_pending without Retry-After")
 			}
-			deadline := time.Now().Add(5 * time.Second)
-			for rs.count() == 0 && time.Now().Before(deadline) {
-				time.Sleep(5 * time.Millisecond)
-			}
+			waitUntil(t, "debt merge start", func() bool { return rs.count() > 0 })
 			if n := rs.count(); n != 1 {
 				t.Fatalf("debt merge starts = %d, want 1", n)
 			}

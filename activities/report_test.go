@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -135,13 +136,20 @@ func TestPrepareReportsBudgetWait(t *testing.T) {
 	t.Cleanup(func() { _ = db.Close(ctx) })
 	seal(t, db, "generic:gs", []string{"a"}, []string{"b"})
 
-	// Someone else holds the whole budget for a while.
+	// Someone else holds the whole budget until the prepare has reported its wait (or a
+	// minute has passed, and the check below fails).
 	held, _, err := budget.Reserve(ctx, 1<<20)
 	require.NoError(t, err)
-	release := time.AfterFunc(budgetWaitHint+time.Second, held.Release)
-	defer release.Stop()
-
 	rec := newSignalRecorder()
+	go func() {
+		defer held.Release()
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if slices.Contains(rec.states(), "waiting_budget@1") {
+				return
+			}
+		}
+	}()
+
 	env := newActivityEnv(t, &Activities{DB: db, Client: rec})
 	prep := mustRun[contract.PrepareResult](t, env, contract.PrepareActivity,
 		contract.PrepareParams{Target: "generic:gs", Shard: db.Shard(), NotifyAfter: time.Hour})
@@ -168,10 +176,14 @@ func TestPrepareSignalsBackoffOnRetryableFailure(t *testing.T) {
 // loop, not at once.
 func TestReporterHeartbeatsProgressOnItsTick(t *testing.T) {
 	a := &Activities{}
+	beat, beatOnce := make(chan struct{}), sync.Once{}
 	probe := func(ctx context.Context) error {
 		rep := a.startReporter(ctx, 0, contract.PrepareProgress{State: contract.PrepareStateStarting})
 		rep.progress(contract.PrepareProgress{State: contract.ActivityStateRunning, Done: 1, Total: 2})
-		time.Sleep(400 * time.Millisecond) // past the first tick (a third of 600ms)
+		select { // the first tick comes a third of 600ms in; none within the heartbeat timeout fails the run
+		case <-beat:
+		case <-time.After(30 * time.Second):
+		}
 		rep.finish(nil)
 		return nil
 	}
@@ -188,6 +200,7 @@ func TestReporterHeartbeatsProgressOnItsTick(t *testing.T) {
 		mu.Lock()
 		beats = append(beats, p)
 		mu.Unlock()
+		beatOnce.Do(func() { close(beat) })
 	})
 	env.ExecuteWorkflow(func(ctx workflow.Context) error {
 		ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{

@@ -257,17 +257,24 @@ func TestStartWorkflowsBoundsOutcomeErrors(t *testing.T) {
 // heartbeats while its starts wait on a busy frontend: without it, a batch slower than that
 // timeout would time out while it works.
 func TestStartWorkflowsHeartbeatsWhileStartsWait(t *testing.T) {
+	beat, beatOnce := make(chan struct{}), sync.Once{}
 	c := &mocks.Client{}
 	c.On("ExecuteWorkflow", mock.Anything, mock.Anything, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, o client.StartWorkflowOptions, _ any, _ ...any) (client.WorkflowRun, error) {
-			time.Sleep(500 * time.Millisecond) // past the first tick (a third of 600ms)
+			select { // the first tick comes a third of 600ms in; none within the heartbeat timeout fails the run
+			case <-beat:
+			case <-time.After(30 * time.Second):
+			}
 			return startedRun(o.ID, "run-"+o.ID), nil
 		})
 	a := &Activities{Client: c}
 	env := newTestWorkflowEnv()
 	env.RegisterActivityWithOptions(a.StartWorkflows, activity.RegisterOptions{Name: contract.StartWorkflowsActivity})
 	var beats atomic.Int32
-	env.SetOnActivityHeartbeatListener(func(*activity.Info, converter.EncodedValues) { beats.Add(1) })
+	env.SetOnActivityHeartbeatListener(func(*activity.Info, converter.EncodedValues) {
+		beats.Add(1)
+		beatOnce.Do(func() { close(beat) })
+	})
 	env.ExecuteWorkflow(func(ctx workflow.Context) error {
 		ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, HeartbeatTimeout: 600 * time.Millisecond})
 		return workflow.ExecuteActivity(ctx, contract.StartWorkflowsActivity, contract.StartWorkflowsParams{

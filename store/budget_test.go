@@ -265,7 +265,7 @@ func TestBudgetGrowthNeverWaits(t *testing.T) {
 				if h.TryGrow(25) {
 					t.Errorf("TryGrow succeeded on a full budget")
 				}
-				if d := time.Since(start); d > time.Second {
+				if d := time.Since(start); d > 10*time.Second { // a wait would be for a release, which comes only after every TryGrow
 					t.Errorf("TryGrow took %v; it must never wait", d)
 				}
 				if h.Bytes() != 10 {

@@ -144,7 +144,7 @@ func TestReadBudgetBusy(t *testing.T) {
 	start := time.Now()
 	_, err := s.List(ctx, ListOptions{})
 	require.ErrorIs(t, err, ErrBudgetBusy, "a read that cannot fit waits briefly, then is refused")
-	require.Less(t, time.Since(start), readBudgetWait+5*time.Second)
+	require.Less(t, time.Since(start), readBudgetWait+30*time.Second, "refused after its brief wait, not held until the budget frees")
 	held.Release()
 	_, err = s.List(ctx, ListOptions{})
 	require.NoError(t, err)

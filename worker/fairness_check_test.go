@@ -73,8 +73,14 @@ func TestWorkerReportsTaskQueuePartitions(t *testing.T) {
 					t.Errorf("queue %s: %v partitions, want %d", q, got, tc.partitions)
 				}
 			}
+			// The gauge is set before the warning is logged: wait for the warnings a moment too.
+			want := map[bool]int{true: 2, false: 0}[tc.partitions > 1]
 			warned := logs.FilterMessageSnippet("matching.numTaskqueueReadPartitions").Len()
-			if want := map[bool]int{true: 2, false: 0}[tc.partitions > 1]; warned != want {
+			for warned < want && time.Now().Before(deadline) {
+				time.Sleep(50 * time.Millisecond)
+				warned = logs.FilterMessageSnippet("matching.numTaskqueueReadPartitions").Len()
+			}
+			if warned != want {
 				t.Errorf("%d partition warnings, want %d: %v", warned, want, logs.All())
 			}
 		})

@@ -348,7 +348,7 @@ func TestFlusherSealHungOnStorageFailsAndALaterPassSeals(t *testing.T) {
 	opts.InstanceID = "hang-test"
 	opts.Logger = zaptest.NewLogger(t)
 	opts.Metrics = m.Store
-	opts.StorageStallTimeout = 50 * time.Millisecond
+	opts.StorageStallTimeout = 2 * time.Second // long enough that no other operation stalls on a loaded machine
 	db := store.OpenDBOnBucket(b, opts)
 	t.Cleanup(func() { _ = db.Close(context.Background()) })
 	sch := store.Schema{Fields: []store.Field{{Name: "id", Type: "string"}}}

@@ -51,7 +51,7 @@ func closedByServer(t *testing.T, conn net.Conn, within time.Duration) bool {
 // --http-read-timeout, not served for ever.
 func TestHTTPReadTimeoutCutsOffATrickledBody(t *testing.T) {
 	cfg := testConfig(t)
-	cfg.HTTPReadTimeout = 300 * time.Millisecond
+	cfg.HTTPReadTimeout = 2 * time.Second // covers the headers too: room for a loaded machine to send them
 	w := startWorker(t, cfg, nil)
 	start := time.Now() // the server's read timeout starts after this, when it accepts
 	conn := rawConn(t, w)
@@ -163,11 +163,13 @@ func (r *slowRun) Get(ctx context.Context, v any) error {
 // the wait.
 func TestHTTPMergeWaitOutlivesTheTimeouts(t *testing.T) {
 	cfg := testConfig(t)
-	cfg.HTTPReadTimeout = 200 * time.Millisecond
-	cfg.HTTPWriteTimeout = 200 * time.Millisecond
+	// Timeouts of 1 s leave a loaded machine room to read the request and write the answer;
+	// the wait outlasts both three times.
+	cfg.HTTPReadTimeout = time.Second
+	cfg.HTTPWriteTimeout = time.Second
 	start := func(_ context.Context, tg store.Target, _ contract.MergeWalInput, _ ...contract.StartOption) (client.WorkflowRun, error) {
 		return &slowRun{fakeRun: fakeRun{id: "merge-wal/" + tg.Path(), runID: "r",
-			result: contract.MergeWalResult{Target: tg.String(), Reclaimed: 1}}, delay: 800 * time.Millisecond}, nil
+			result: contract.MergeWalResult{Target: tg.String(), Reclaimed: 1}}, delay: 3 * time.Second}, nil
 	}
 	w := startWorker(t, cfg, start)
 	c := newClient(t, w)

@@ -142,7 +142,7 @@ func TestS3EndpointThatNeverAnswersStalls(t *testing.T) {
 // endpoint that sends an object in slices, the whole taking longer than the stall timeout.
 func TestS3SlowButSteadyReadIsNotCut(t *testing.T) {
 	s3test.SetCredentials(t)
-	const slices, gap, stall = 12, 150 * time.Millisecond, time.Second
+	const slices, gap, stall = 24, 150 * time.Millisecond, 3 * time.Second
 	body := bytes.Repeat([]byte("0123456789abcdef"), 64) // 1 KiB per slice
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {

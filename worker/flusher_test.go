@@ -134,6 +134,8 @@ func TestFlusherAbandonsAWedgedSealOnce(t *testing.T) {
 	db, ro, _ := testDB(t, m)
 	appendIDs(t, ro, "r1")
 	release := make(chan struct{})
+	unwedge := sync.OnceFunc(func() { close(release) })
+	defer unwedge() // on a failure too, so the flusher's Stop is not held by the wedge
 	roEntered, _ := wedgedFlusher(t, m, db, 100*time.Millisecond, release)
 
 	waitUntil(t, "timeout of the wedged seal", func() bool {
@@ -152,7 +154,7 @@ func TestFlusherAbandonsAWedgedSealOnce(t *testing.T) {
 		t.Fatalf(`walkeeper_flush_total{kind="rollout",result="timeout"} = %v`, got)
 	}
 
-	close(release)
+	unwedge()
 	waitUntil(t, "new sweep of the rollout store after its abandoned seal returned", func() bool { return roEntered.Load() >= 2 })
 }
 

@@ -45,7 +45,7 @@
 //	Store.mergeLock  (RWMutex) merge phases of this process: shared for Repair and Prepare,
 //	                 exclusive for the in-memory swap after the base publish of CommitRound
 //	                 and quarantine, and for compaction's read-check-publish of the base
-//	Store.writerMu   Store.w, Store.closed, Store.evicted and Store.pins
+//	Store.writerMu   Store.w, Store.closed and Store.evicted (and Store.pins' increments)
 //	Store.shardsMu   Store.shards (the per-shard chain handles)
 //	writer.sealMu    one seal at a time per writer
 //	writer.mu        the writer's memtables, manifest, positions and death

@@ -215,7 +215,7 @@ func (db *DB) evict(ctx context.Context, c evictClaim, reason string) (evicted b
 	// Under writerMu an append either pinned the writer before this check, or finds the
 	// handle evicted and goes to the next one, so retire never stops a writer in use.
 	s.writerMu.Lock()
-	if s.lastUsed.Load() != c.seen || s.pins > 0 {
+	if s.lastUsed.Load() != c.seen || s.pins.Load() > 0 {
 		s.writerMu.Unlock()
 		return false, nil // used since it was picked: no longer idle, no longer least recent
 	}

@@ -29,12 +29,13 @@ type Store struct {
 	genSlackOnce sync.Once // computes genSlack (read_object.go)
 	genSlack     int64
 
-	writerMu sync.Mutex // guards w, closed, evicted and pins
+	writerMu sync.Mutex // guards w, closed and evicted
 	w        *writer
 	closed   bool
 	// pins counts the appends using w (pinnedWriter): an eviction leaves a pinned store
-	// resident, since a store being written is not idle.
-	pins int
+	// resident, since a store being written is not idle. It grows only under writerMu, where
+	// the eviction reads it, and an append drops its pin without the lock.
+	pins atomic.Int32
 	// evicted: the DB dropped this handle (resident.go); its writer accessors forward to the
 	// target's resident handle, so a caller still holding it loses nothing.
 	evicted bool
@@ -102,14 +103,8 @@ func (s *Store) pinnedWriter(ctx context.Context) (w *writer, unpin func(), err 
 		}
 		s.w = fresh
 	}
-	s.pins++
-	return s.w, s.unpin, nil
-}
-
-func (s *Store) unpin() {
-	s.writerMu.Lock()
-	s.pins--
-	s.writerMu.Unlock()
+	s.pins.Add(1)
+	return s.w, func() { s.pins.Add(-1) }, nil
 }
 
 // residentWriter returns the current writer without opening one (an evicted handle: the

@@ -82,7 +82,7 @@ func (s *Store) submit(ctx context.Context, rows []Row, size int64, deleted bool
 		if err != nil {
 			return AppendResult{}, err
 		}
-		d := s.submitTo(ctx, w, rows, size, deleted)
+		d := w.enqueue(ctx, rows, size, deleted)
 		unpin()
 		if errors.Is(d.err, ErrClosed) && attempt < maxSubmitAttempts {
 			continue // the writer stopped (evicted or replaced) before writing it: the next one takes it
@@ -98,9 +98,9 @@ func (s *Store) submit(ctx context.Context, rows []Row, size int64, deleted bool
 	}
 }
 
-// submitTo queues one append on w and waits for its answer: ErrClosed when w stopped before
-// taking it.
-func (s *Store) submitTo(ctx context.Context, w *writer, rows []Row, size int64, deleted bool) appendDone {
+// enqueue queues one append on the WAL committer and waits for its answer: ErrClosed when
+// the writer stopped before taking it.
+func (w *writer) enqueue(ctx context.Context, rows []Row, size int64, deleted bool) appendDone {
 	release, err := w.admit(ctx)
 	if err != nil {
 		return appendDone{err: err}

@@ -323,7 +323,7 @@ func TestReadAmpQuick(t *testing.T) {
 	// what it did over 256 pending generations. Timed side by side, Lists alternating between
 	// a copy of the unmerged store and the merged one: two levels timed a few seconds apart
 	// failed on a loaded machine because the load changed between them. The quick store's
-	// small generations separate them by 2.6–3.8× (the full scenario's by 6.7×), so the
+	// small generations separate them by 2.6–3.8× (docs/benchmarks/read-amp.md, run 4) (the full scenario's by 6.7×), so the
 	// bound is 1.5×, which a merge that does not help (about 1×) still fails.
 	if speedup := value(t, res, "list_speedup_merged"); speedup < 1.5 {
 		t.Errorf("merging did not help: a List over 256 pending generations took %.1f× the merged store's, side by side (want at least 1.5×)", speedup)

@@ -22,14 +22,12 @@ func DecodeInputPayload(p *commonpb.Payload, extra bool, dst any) error {
 	if p == nil {
 		return nil
 	}
-	enc, ok := p.GetMetadata()[converter.MetadataEncoding]
-	if !ok {
+	switch enc, ok := p.GetMetadata()[converter.MetadataEncoding]; {
+	case !ok:
 		return inputErrorf("", "a payload without an encoding where %s is expected", converter.MetadataEncodingJSON)
-	}
-	if string(enc) != converter.MetadataEncodingJSON {
+	case string(enc) != converter.MetadataEncodingJSON:
 		return inputErrorf("", "encoding %q where %s is expected", Clip(string(enc), quotedMax), converter.MetadataEncodingJSON)
-	}
-	if bytes.Equal(bytes.TrimSpace(p.GetData()), []byte("null")) {
+	case bytes.Equal(bytes.TrimSpace(p.GetData()), []byte("null")):
 		return inputErrorf("", "null where an object is expected")
 	}
 	if err := converter.NewJSONPayloadConverter().FromPayload(p, dst); err != nil {

@@ -94,8 +94,8 @@ type ShardMergeResult struct {
 // generations, versions and errors of at most MaxResultShards of them (CapShards).
 type MergeWalResult struct {
 	Target string `json:"target"`
-	// Shards lists the failed shards first, then the others, each group in shard order; a run
-	// that started before the merge-result-capped change lists every shard in shard order.
+	// Shards lists the failed shards first, then the others, each group in shard order (a
+	// result recorded without ShardsFailed may list every shard in shard order).
 	Shards      []ShardMergeResult `json:"shards"`
 	Reclaimed   int                `json:"reclaimed"`
 	Passes      int                `json:"passes"`
@@ -112,8 +112,7 @@ type MergeWalResult struct {
 	// count, internal/actioncount, is exact).
 	Actions int `json:"actions,omitempty"`
 	// ShardsOmitted counts the shards left out of Shards; ShardsFailed counts the failed
-	// shards, listed or not (both 0 in the result of a run that started before the
-	// merge-result-capped change).
+	// shards, listed or not.
 	ShardsOmitted int `json:"shards_omitted,omitempty"`
 	ShardsFailed  int `json:"shards_failed,omitempty"`
 }

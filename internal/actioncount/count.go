@@ -11,6 +11,7 @@ package actioncount
 
 import (
 	"encoding/json"
+	"reflect"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
@@ -56,50 +57,28 @@ type Cost struct {
 	UpsertsBySearchAttribute map[string]int
 }
 
-// Add sums o into c.
+// Add sums o into c, every count field by reflection, so that a count added to Cost is summed
+// too.
 func (c *Cost) Add(o Cost) {
-	c.Runs += o.Runs
-	c.Events += o.Events
-	c.Actions += o.Actions
-	c.Starts += o.Starts
-	c.Activities += o.Activities
-	c.Retries += o.Retries
-	c.Timers += o.Timers
-	c.Upserts += o.Upserts
-	c.Signals += o.Signals
-	c.LocalActivityTasks += o.LocalActivityTasks
-	c.LocalActivities += o.LocalActivities
-	c.LocalAttempts += o.LocalAttempts
-	c.SideEffects += o.SideEffects
-	c.ChildStarts += o.ChildStarts
-	c.Updates += o.Updates
-	c.Nexus += o.Nexus
-	c.MemoUpdates += o.MemoUpdates
-	c.WorkflowTaskTimeouts += o.WorkflowTaskTimeouts
+	cv, ov := reflect.ValueOf(c).Elem(), reflect.ValueOf(o)
+	for i := range cv.NumField() {
+		if f := cv.Field(i); f.Kind() == reflect.Int {
+			f.SetInt(f.Int() + ov.Field(i).Int())
+		}
+	}
 	c.ActivitiesByType = addCounts(c.ActivitiesByType, o.ActivitiesByType)
 	c.UpsertsBySearchAttribute = addCounts(c.UpsertsBySearchAttribute, o.UpsertsBySearchAttribute)
 }
 
+// addCounts adds from into into, which it makes on first use.
 func addCounts(into, from map[string]int) map[string]int {
-	if len(from) == 0 {
-		return into
-	}
-	if into == nil {
-		into = map[string]int{}
-	}
 	for k, v := range from {
+		if into == nil {
+			into = map[string]int{}
+		}
 		into[k] += v
 	}
 	return into
-}
-
-// inc counts one more k in m, which it makes on first use.
-func inc(m map[string]int, k string) map[string]int {
-	if m == nil {
-		m = map[string]int{}
-	}
-	m[k]++
-	return m
 }
 
 // USDPerMillion is what n actions cost per million units of work (generations merged,
@@ -131,7 +110,7 @@ func Events(events []*historypb.HistoryEvent) Cost {
 			c.Starts++
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
 			c.Activities++
-			c.ActivitiesByType = inc(c.ActivitiesByType, ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName())
+			c.ActivitiesByType = addCounts(c.ActivitiesByType, map[string]int{ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName(): 1})
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
 			if extra := int(ev.GetActivityTaskStartedEventAttributes().GetAttempt()) - 1; extra > 0 {
 				c.Activities += extra
@@ -147,7 +126,7 @@ func Events(events []*historypb.HistoryEvent) Cost {
 			}
 			c.Upserts++
 			for name := range fields {
-				c.UpsertsBySearchAttribute = inc(c.UpsertsBySearchAttribute, name)
+				c.UpsertsBySearchAttribute = addCounts(c.UpsertsBySearchAttribute, map[string]int{name: 1})
 			}
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
 			c.Signals++

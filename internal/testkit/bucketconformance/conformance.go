@@ -53,27 +53,27 @@ var cases = []testCase{
 
 func mustPut(t *testing.T, b *objstore.Bucket, key, data string) {
 	t.Helper()
-	if err := b.Put(context.Background(), key, []byte(data)); err != nil {
-		t.Fatalf("Put(%q): %v", key, err)
-	}
+	wantErr(t, fmt.Sprintf("Put(%q)", key), b.Put(context.Background(), key, []byte(data)), nil)
 }
 
-func mustGet(t *testing.T, b *objstore.Bucket, key string) string {
+func wantGet(t *testing.T, b *objstore.Bucket, key, want string) {
 	t.Helper()
 	data, err := b.Get(context.Background(), key)
-	if err != nil {
-		t.Fatalf("Get(%q): %v", key, err)
+	if err != nil || string(data) != want {
+		t.Fatalf("Get(%q) = %q, %v; want %q", key, data, err, want)
 	}
-	return string(data)
 }
 
 // ListKeys returns the keys List reports under prefix, never nil.
 func ListKeys(t testing.TB, b *objstore.Bucket, prefix string) []string {
 	t.Helper()
 	objs, err := b.List(context.Background(), prefix)
-	if err != nil {
-		t.Fatalf("List(%q): %v", prefix, err)
-	}
+	wantErr(t, fmt.Sprintf("List(%q)", prefix), err, nil)
+	return keysOf(objs)
+}
+
+// keysOf is the keys of objs, never nil.
+func keysOf(objs []objstore.ObjectInfo) []string {
 	keys := []string{}
 	for _, o := range objs {
 		keys = append(keys, o.Key)
@@ -81,8 +81,8 @@ func ListKeys(t testing.TB, b *objstore.Bucket, prefix string) []string {
 	return keys
 }
 
-// wantErr fails t unless err is target.
-func wantErr(t *testing.T, what string, err, target error) {
+// wantErr fails t unless err is target; a nil target wants no error.
+func wantErr(t testing.TB, what string, err, target error) {
 	t.Helper()
 	if !errors.Is(err, target) {
 		t.Fatalf("%s: got %v, want %v", what, err, target)
@@ -92,9 +92,7 @@ func wantErr(t *testing.T, what string, err, target error) {
 func listDirs(t *testing.T, b *objstore.Bucket, prefix string) []string {
 	t.Helper()
 	dirs, err := b.ListDirs(context.Background(), prefix)
-	if err != nil {
-		t.Fatalf("ListDirs(%q): %v", prefix, err)
-	}
+	wantErr(t, fmt.Sprintf("ListDirs(%q)", prefix), err, nil)
 	if dirs == nil {
 		dirs = []string{}
 	}
@@ -122,25 +120,17 @@ func testPutGetRoundTrip(t *testing.T, b *objstore.Bucket) {
 	ctx := context.Background()
 	payload := "\x00\x01\x02\xff\nx"
 	mustPut(t, b, "dir/obj.bin", payload)
-	if got := mustGet(t, b, "dir/obj.bin"); got != payload {
-		t.Fatalf("Get = %q; want %q", got, payload)
-	}
+	wantGet(t, b, "dir/obj.bin", payload)
 	if ok, err := b.Exists(ctx, "dir/obj.bin"); err != nil || !ok {
 		t.Fatalf("Exists = %v, %v", ok, err)
 	}
-	if err := b.Put(ctx, "empty", nil); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := b.Get(ctx, "empty"); err != nil || len(got) != 0 {
-		t.Fatalf("Get empty = %q, %v", got, err)
-	}
+	wantErr(t, "Put empty", b.Put(ctx, "empty", nil), nil)
+	wantGet(t, b, "empty", "")
 	// Keys with spaces, unicode, characters gocloud's fileblob would escape and characters
 	// that need escaping in a URL path or query.
 	for _, k := range []string{"sp ace/ü.json", "x/__0x41__", "a:b@c=d+e", "x/y.attrs", "q/?#%&=.json"} {
 		mustPut(t, b, k, k)
-		if got := mustGet(t, b, k); got != k {
-			t.Fatalf("Get(%q) = %q", k, got)
-		}
+		wantGet(t, b, k, k)
 	}
 	keys := ListKeys(t, b, "")
 	want := []string{"a:b@c=d+e", "dir/obj.bin", "empty", "q/?#%&=.json", "sp ace/ü.json", "x/__0x41__", "x/y.attrs"}
@@ -152,9 +142,7 @@ func testPutGetRoundTrip(t *testing.T, b *objstore.Bucket) {
 func testOverwrite(t *testing.T, b *objstore.Bucket) {
 	mustPut(t, b, "k", "first version, longer")
 	mustPut(t, b, "k", "second")
-	if got := mustGet(t, b, "k"); got != "second" {
-		t.Fatalf("Get after overwrite = %q", got)
-	}
+	wantGet(t, b, "k", "second")
 	objs, err := b.List(context.Background(), "")
 	if err != nil || len(objs) != 1 || objs[0].Key != "k" || objs[0].Size != int64(len("second")) {
 		t.Fatalf("List after overwrite = %+v, %v", objs, err)
@@ -169,44 +157,27 @@ func testOverwrite(t *testing.T, b *objstore.Bucket) {
 
 func testPutIfAbsentTwice(t *testing.T, b *objstore.Bucket) {
 	ctx := context.Background()
-	if err := b.PutIfAbsent(ctx, "v/00000000000000000001.json", []byte("winner")); err != nil {
-		t.Fatalf("first PutIfAbsent: %v", err)
-	}
+	wantErr(t, "first PutIfAbsent", b.PutIfAbsent(ctx, "v/00000000000000000001.json", []byte("winner")), nil)
 	wantErr(t, "second PutIfAbsent", b.PutIfAbsent(ctx, "v/00000000000000000001.json", []byte("loser")), objstore.ErrAlreadyExists)
-	if got := mustGet(t, b, "v/00000000000000000001.json"); got != "winner" {
-		t.Fatalf("content after lost race = %q, want winner", got)
-	}
+	wantGet(t, b, "v/00000000000000000001.json", "winner")
 	mustPut(t, b, "plain", "p")
 	wantErr(t, "PutIfAbsent over Put", b.PutIfAbsent(ctx, "plain", []byte("q")), objstore.ErrAlreadyExists)
-	if got := mustGet(t, b, "plain"); got != "p" {
-		t.Fatalf("content = %q", got)
-	}
+	wantGet(t, b, "plain", "p")
 }
 
 func testDeleteIdempotent(t *testing.T, b *objstore.Bucket) {
 	ctx := context.Background()
-	if err := b.Delete(ctx, "never/was"); err != nil {
-		t.Fatalf("Delete absent: %v", err)
-	}
+	wantErr(t, "Delete absent", b.Delete(ctx, "never/was"), nil)
 	mustPut(t, b, "d/k", "x")
-	for i := 0; i < 2; i++ {
-		if err := b.Delete(ctx, "d/k"); err != nil {
-			t.Fatalf("Delete #%d: %v", i, err)
-		}
-	}
+	wantErr(t, "Delete", b.Delete(ctx, "d/k"), nil)
+	wantErr(t, "second Delete", b.Delete(ctx, "d/k"), nil)
 	_, err := b.Get(ctx, "d/k")
 	wantErr(t, "Get after delete", err, objstore.ErrNotFound)
-	if err := b.PutIfAbsent(ctx, "d/k", []byte("again")); err != nil {
-		t.Fatalf("PutIfAbsent after delete: %v", err)
-	}
+	wantErr(t, "PutIfAbsent after delete", b.PutIfAbsent(ctx, "d/k", []byte("again")), nil)
 	// Deleting a "directory" is a no-op and removes nothing below it.
 	mustPut(t, b, "d/sub/x", "y")
-	if err := b.Delete(ctx, "d/sub"); err != nil {
-		t.Fatalf("Delete of a directory name: %v", err)
-	}
-	if got := mustGet(t, b, "d/sub/x"); got != "y" {
-		t.Fatalf("object under deleted dir name = %q", got)
-	}
+	wantErr(t, "Delete of a directory name", b.Delete(ctx, "d/sub"), nil)
+	wantGet(t, b, "d/sub/x", "y")
 }
 
 func testListRecursiveSortedPrefix(t *testing.T, b *objstore.Bucket) {
@@ -257,18 +228,14 @@ func testListDirs(t *testing.T, b *objstore.Bucket) {
 		}
 	}
 	// A directory whose last object is deleted disappears, as on an object store.
-	if err := b.Delete(ctx, "a/b/c"); err != nil {
-		t.Fatal(err)
-	}
+	wantErr(t, "Delete", b.Delete(ctx, "a/b/c"), nil)
 	if got := listDirs(t, b, "a/"); len(got) != 0 {
 		t.Errorf("ListDirs after delete = %q, want none", got)
 	}
 	if got := listDirs(t, b, ""); !reflect.DeepEqual(got, []string{"_registry", "a", "b", "b-1"}) {
 		t.Errorf("ListDirs root after delete = %q", got)
 	}
-	if err := b.Delete(ctx, "a/x"); err != nil {
-		t.Fatal(err)
-	}
+	wantErr(t, "Delete", b.Delete(ctx, "a/x"), nil)
 	if got := listDirs(t, b, ""); !reflect.DeepEqual(got, []string{"_registry", "b", "b-1"}) {
 		t.Errorf("ListDirs root after deleting a/ = %q", got)
 	}
@@ -293,17 +260,13 @@ func testListPages(t *testing.T, b *objstore.Bucket) {
 	}
 	for _, start := range []int{0, 700, 999, 1000, 1050, many - 3} {
 		objs, more, err := b.ListPageWhere(ctx, "p/", key(start), 500, nil)
-		if err != nil {
-			t.Fatalf("ListPageWhere(after %q): %v", key(start), err)
+		wantErr(t, "ListPageWhere(after "+key(start)+")", err, nil)
+		want := []string{}
+		for i := start + 1; i < min(start+501, many); i++ {
+			want = append(want, key(i))
 		}
-		n := min(500, many-1-start)
-		if len(objs) != n || more != (start+1+500 < many) {
-			t.Fatalf("ListPageWhere(after %q) = %d objects, more %v; want %d", key(start), len(objs), more, n)
-		}
-		for i, o := range objs {
-			if w := key(start + 1 + i); o.Key != w {
-				t.Fatalf("ListPageWhere(after %q)[%d] = %q, want %q", key(start), i, o.Key, w)
-			}
+		if got := keysOf(objs); !reflect.DeepEqual(got, want) || more != (start+1+500 < many) {
+			t.Fatalf("ListPageWhere(after %q) = %d objects from %q, more %v; want %d from %q", key(start), len(got), got[:min(len(got), 1)], more, len(want), want[:min(len(want), 1)])
 		}
 	}
 }
@@ -326,9 +289,7 @@ func testListPageStartAfter(t *testing.T, b *objstore.Bucket) {
 				t.Fatalf("limit %d: ListPageWhere never ends (%q)", limit, got)
 			}
 			objs, more, err := b.ListPageWhere(ctx, "q/", after, limit, nil)
-			if err != nil {
-				t.Fatalf("ListPageWhere(q/, %q, %d): %v", after, limit, err)
-			}
+			wantErr(t, fmt.Sprintf("ListPageWhere(q/, %q, %d)", after, limit), err, nil)
 			if len(objs) > limit {
 				t.Fatalf("ListPageWhere(q/, %q, %d) = %d objects", after, limit, len(objs))
 			}
@@ -358,19 +319,13 @@ func testListPageStartAfter(t *testing.T, b *objstore.Bucket) {
 		{"q/", "q/a/", []string{"q/a/b", "q/a/c/d"}},   // a "directory"
 		{"q/", "q/aa", []string{"q/b", "q/bb/c"}},      // between keys
 		{"q/a", "q/a.x", []string{"q/a/b", "q/a/c/d"}}, // prefix mid-segment
-		{"q/", "q/\u00e9", nil},                        // the last key
+		{"q/", "q/\u00e9", []string{}},                 // the last key
 		{"q/", "p", []string{"q/a.x", "q/a/b"}},        // before the prefix
-		{"q/", "zz", nil},                              // after the prefix
+		{"q/", "zz", []string{}},                       // after the prefix
 	} {
 		objs, _, err := b.ListPageWhere(ctx, c.prefix, c.after, 2, nil)
-		if err != nil {
-			t.Fatalf("ListPageWhere(%q, %q): %v", c.prefix, c.after, err)
-		}
-		var got []string
-		for _, o := range objs {
-			got = append(got, o.Key)
-		}
-		if !reflect.DeepEqual(got, c.want) {
+		wantErr(t, fmt.Sprintf("ListPageWhere(%q, %q)", c.prefix, c.after), err, nil)
+		if got := keysOf(objs); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("ListPageWhere(%q, after %q, 2) = %q, want %q", c.prefix, c.after, got, c.want)
 		}
 	}
@@ -440,12 +395,8 @@ func testContextAndClose(t *testing.T, b *objstore.Bucket) {
 		t.Fatalf("cancelled Put stored the object")
 	}
 	mustPut(t, b, "k", "x")
-	if err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Close(); err != nil {
-		t.Fatalf("second Close: %v", err)
-	}
+	wantErr(t, "Close", b.Close(), nil)
+	wantErr(t, "second Close", b.Close(), nil)
 	_, err := b.Get(ctx, "k")
 	wantErr(t, "Get after Close", err, objstore.ErrClosed)
 	wantErr(t, "PutIfAbsent after Close", b.PutIfAbsent(ctx, "k2", nil), objstore.ErrClosed)
@@ -463,9 +414,7 @@ func testPutAtomicReplace(t *testing.T, b *objstore.Bucket) {
 	ctx := context.Background()
 	a := bytes.Repeat([]byte{'a'}, 64<<10)
 	z := bytes.Repeat([]byte{'z'}, 48<<10)
-	if err := b.Put(ctx, "m/manifest.json", a); err != nil {
-		t.Fatal(err)
-	}
+	wantErr(t, "Put", b.Put(ctx, "m/manifest.json", a), nil)
 	var done atomic.Bool
 	var wg sync.WaitGroup
 	var reads atomic.Int64
@@ -473,26 +422,16 @@ func testPutAtomicReplace(t *testing.T, b *objstore.Bucket) {
 		wg.Go(func() {
 			for !done.Load() {
 				got, err := b.Get(ctx, "m/manifest.json")
-				if err != nil {
-					t.Errorf("Get during overwrite: %v", err)
-					return
-				}
-				if !bytes.Equal(got, a) && !bytes.Equal(got, z) {
-					t.Errorf("torn read: len %d", len(got))
+				if err != nil || !bytes.Equal(got, a) && !bytes.Equal(got, z) {
+					t.Errorf("Get during overwrite: %d bytes, %v; want one whole version (a torn read?)", len(got), err)
 					return
 				}
 				reads.Add(1)
 			}
 		})
 	}
-	for i := 0; i < 100; i++ {
-		data := a
-		if i%2 == 0 {
-			data = z
-		}
-		if err := b.Put(ctx, "m/manifest.json", data); err != nil {
-			t.Fatal(err)
-		}
+	for i := range 100 {
+		wantErr(t, "overwrite", b.Put(ctx, "m/manifest.json", [][]byte{z, a}[i%2]), nil)
 	}
 	// The readers may not have been scheduled yet on a loaded machine: wait for one read.
 	for deadline := time.Now().Add(time.Minute); reads.Load() == 0 && time.Now().Before(deadline); {
@@ -533,9 +472,7 @@ func testFaults(t *testing.T, base *objstore.Bucket) {
 		return err
 	}})
 	wantErr(t, "PutIfAbsent with After fault", lb.PutIfAbsent(ctx, "v/1", []byte("landed")), injected)
-	if got := mustGet(t, base, "v/1"); got != "landed" {
-		t.Fatalf("landed write not visible: %q", got)
-	}
+	wantGet(t, base, "v/1", "landed")
 	// The retry through the same faulty handle sees the real outcome.
 	wantErr(t, "retry after landed write", lb.PutIfAbsent(ctx, "v/1", []byte("again")), objstore.ErrAlreadyExists)
 
@@ -545,9 +482,8 @@ func testFaults(t *testing.T, base *objstore.Bucket) {
 		return nil
 	}})
 	start := time.Now()
-	if _, err := sb.Get(ctx, "v/1"); err != nil {
-		t.Fatal(err)
-	}
+	_, err := sb.Get(ctx, "v/1")
+	wantErr(t, "Get with latency", err, nil)
 	if d := time.Since(start); d < 30*time.Millisecond {
 		t.Fatalf("latency not injected: %v", d)
 	}
@@ -584,11 +520,11 @@ func testFaults(t *testing.T, base *objstore.Bucket) {
 		t.Fatalf("calls = %v, want %v", calls, want)
 	}
 	// Faults do not stack: a view made from a faulty view has only its own hook.
-	if nb := fb.WithFaults(nil); mustGet(t, nb, "v/1") != "landed" || nb.Put(ctx, "y", nil) != nil {
-		t.Fatalf("WithFaults(nil) is not a pass-through")
-	}
+	nb := fb.WithFaults(nil)
+	wantGet(t, nb, "v/1", "landed")
+	wantErr(t, "Put through WithFaults(nil)", nb.Put(ctx, "y", nil), nil)
 	// Views share the handle's lifetime.
 	_ = rb.Close()
-	_, err := base.Get(ctx, "v/1")
+	_, err = base.Get(ctx, "v/1")
 	wantErr(t, "base after closing a view", err, objstore.ErrClosed)
 }

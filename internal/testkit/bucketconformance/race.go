@@ -180,11 +180,8 @@ func RaceProcesses(t *testing.T, url string, opts RaceOptions) {
 	}
 	defer b.Close()
 	checkRace(t, b, attempts, opts.Procs, opts.PayloadSize)
-	contended := 0
-	for i, as := range attempts {
-		if len(as) != opts.Procs {
-			t.Fatalf("round %d: %d answers, want one per process (%d)", i, len(as), opts.Procs)
-		}
+	contended := 0 // every round has one answer per process: a missing one failed above
+	for _, as := range attempts {
 		if overlapped(as) {
 			contended++
 		}
@@ -238,22 +235,23 @@ func RaceChild(t *testing.T) {
 
 func raceChild() int {
 	ctx := context.Background()
+	fail := func(code int, format string, args ...any) int {
+		fmt.Fprintf(os.Stderr, format+"\n", args...)
+		return code
+	}
 	id := os.Getenv(raceIDEnv)
 	size, err := strconv.Atoi(os.Getenv(raceSizeEnv))
 	if err != nil {
-		fmt.Fprintln(os.Stderr, raceSizeEnv+":", err)
-		return 2
+		return fail(2, "%s: %v", raceSizeEnv, err)
 	}
 	b, err := objstore.OpenBucket(ctx, os.Getenv(raceURLEnv))
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "open:", err)
-		return 2
+		return fail(2, "open: %v", err)
 	}
 	defer b.Close()
 	// Warm the connection pool and prove the credentials work before the first round.
 	if _, err := b.Exists(ctx, "race/warm-up"); err != nil {
-		fmt.Fprintln(os.Stderr, "warm-up:", err)
-		return 2
+		return fail(2, "warm-up: %v", err)
 	}
 	out := bufio.NewWriter(os.Stdout)
 	fmt.Fprintln(out, "READY")
@@ -265,24 +263,21 @@ func raceChild() int {
 		var i int
 		var startAt int64
 		if _, err := fmt.Sscanf(in.Text(), "%d %d", &i, &startAt); err != nil {
-			fmt.Fprintf(os.Stderr, "bad round %q: %v\n", in.Text(), err)
-			return 2
+			return fail(2, "bad round %q: %v", in.Text(), err)
 		}
 		payload := racePayload(id, i, size)
 		time.Sleep(time.Until(time.Unix(0, startAt))) // every child starts together
 		start := time.Now().UnixNano()
 		err := b.PutIfAbsent(ctx, RaceKey(i), payload)
 		end := time.Now().UnixNano()
-		switch {
-		case err == nil:
-			fmt.Fprintf(out, "WIN %d %d %d\n", i, start, end)
-		case errors.Is(err, objstore.ErrAlreadyExists):
-			fmt.Fprintf(out, "LOSE %d %d %d\n", i, start, end)
-		default:
-			fmt.Fprintf(os.Stderr, "round %d: %v\n", i, err)
+		verdict := "WIN"
+		if errors.Is(err, objstore.ErrAlreadyExists) {
+			verdict = "LOSE"
+		} else if err != nil {
 			_ = out.Flush()
-			return 3
+			return fail(3, "round %d: %v", i, err)
 		}
+		fmt.Fprintf(out, "%s %d %d %d\n", verdict, i, start, end)
 		if err := out.Flush(); err != nil {
 			return 2
 		}

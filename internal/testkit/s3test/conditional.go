@@ -47,15 +47,15 @@ type keyLock struct {
 }
 
 func (c *conditional) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	bucket, key := splitPath(r.URL.Path)
-	q := r.URL.Query()
+	// Path-style, split the way gofakes3 routes it.
+	bucket, key, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
 	switch {
-	case bucket != "" && key == "" && r.Method == http.MethodPost && q.Has("delete"):
+	case bucket != "" && key == "" && r.Method == http.MethodPost && r.URL.Query().Has("delete"):
 		c.all.Lock()
 		defer c.all.Unlock()
 		c.next.ServeHTTP(w, r)
 		return
-	case bucket == "" || key == "" || !writesKey(r, q):
+	case bucket == "" || key == "" || !writesKey(r):
 		c.next.ServeHTTP(w, r) // reads, listings, bucket operations, part uploads
 		return
 	}
@@ -84,25 +84,11 @@ func (c *conditional) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // writesKey reports whether r creates, replaces or deletes the object named in its path.
 // UploadPart (PUT ?partNumber&uploadId) and AbortMultipartUpload (DELETE ?uploadId) only
-// touch upload state; CreateMultipartUpload (POST ?uploads) writes nothing yet.
-func writesKey(r *http.Request, q map[string][]string) bool {
-	_, upload := q["uploadId"]
-	switch r.Method {
-	case http.MethodPut:
-		return !upload
-	case http.MethodPost:
-		return upload // CompleteMultipartUpload
-	case http.MethodDelete:
-		return !upload
-	}
-	return false
-}
-
-// splitPath splits a path-style request path the way gofakes3 routes it.
-func splitPath(p string) (bucket, key string) {
-	p = strings.TrimPrefix(p, "/")
-	bucket, key, _ = strings.Cut(p, "/")
-	return bucket, key
+// touch upload state; CreateMultipartUpload (POST ?uploads) writes nothing yet, and
+// CompleteMultipartUpload (POST ?uploadId) writes it.
+func writesKey(r *http.Request) bool {
+	upload := r.URL.Query().Has("uploadId")
+	return (r.Method == http.MethodPut || r.Method == http.MethodDelete) && !upload || r.Method == http.MethodPost && upload
 }
 
 // lock takes the per-key lock, creating it on first use and dropping it after the last user

@@ -49,10 +49,5 @@ func (w *noLengthWriter) Write(p []byte) (int, error) {
 func NoLengthBucketURL(t testing.TB, bucket string) string {
 	t.Helper()
 	SetCredentials(t)
-	srv, err := New(Options{Buckets: []string{bucket}, Wrap: WithoutContentLength})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
-	return srv.BucketURL(bucket)
+	return startServer(t, Options{Buckets: []string{bucket}, Wrap: WithoutContentLength}).BucketURL(bucket)
 }

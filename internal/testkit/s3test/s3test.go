@@ -86,48 +86,37 @@ func NewHandler(backend gofakes3.Backend) http.Handler {
 }
 
 // New starts a server. Close it when done.
-func New(opts Options) (*Server, error) {
-	var backend gofakes3.Backend = s3mem.New()
-	var closeBackend func() error
+func New(opts Options) (_ *Server, err error) {
+	s := &Server{backend: s3mem.New()}
 	if opts.BoltPath != "" {
 		db, err := bolt.Open(opts.BoltPath, 0o600, &bolt.Options{Timeout: 5 * time.Second, NoSync: true})
 		if err != nil {
 			return nil, fmt.Errorf("open bolt database %s: %w", opts.BoltPath, err)
 		}
-		backend, closeBackend = s3bolt.New(db), db.Close
-	}
-	fail := func(err error) (*Server, error) {
-		if closeBackend != nil {
-			_ = closeBackend()
-		}
-		return nil, err
+		s.backend, s.closeDB = s3bolt.New(db), db.Close
+		defer func() {
+			if err != nil {
+				_ = db.Close()
+			}
+		}()
 	}
 	for _, b := range opts.Buckets {
-		if err := ensureBucket(backend, b); err != nil {
-			return fail(err)
+		if err := ensureBucket(s.backend, b); err != nil {
+			return nil, err
 		}
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return fail(err)
+	if s.listener, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		return nil, err
 	}
-	handler := NewHandler(backend)
+	handler := NewHandler(s.backend)
 	if opts.BoltPath != "" {
 		handler = exclusiveReads(handler)
 	}
 	if opts.Wrap != nil {
 		handler = opts.Wrap(handler)
 	}
-	s := &Server{
-		backend:  backend,
-		closeDB:  closeBackend,
-		listener: ln,
-		http: &http.Server{
-			Handler:           handler,
-			ReadHeaderTimeout: 30 * time.Second,
-		},
-	}
-	go func() { _ = s.http.Serve(ln) }()
+	s.http = &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second}
+	go func() { _ = s.http.Serve(s.listener) }()
 	return s, nil
 }
 
@@ -194,10 +183,8 @@ func (s *Server) Close() error {
 //
 // The endpoint is left unescaped for readability; url.Parse reads it back unchanged.
 func BucketURL(endpoint, bucket string) string {
-	u, err := url.Parse(endpoint)
-	disableHTTPS := err == nil && u.Scheme == "http"
 	s := fmt.Sprintf("s3://%s?endpoint=%s&region=%s&use_path_style=true", bucket, endpoint, Region)
-	if disableHTTPS {
+	if u, err := url.Parse(endpoint); err == nil && u.Scheme == "http" {
 		s += "&disable_https=true"
 	}
 	return s

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/walkeeper/walkeeper/internal/cachebin"
@@ -77,16 +78,31 @@ func dir() (string, error) {
 
 // Missing ends t (a test) for a binary that is not installed (err from Find): a skip on a
 // developer's machine, a failure under CI (env CI set), where every suite must run in full.
-func Missing(t interface {
-	Helper()
-	Fatalf(format string, args ...any)
-	Skipf(format string, args ...any)
-}, err error) {
+func Missing(t testing.TB, err error) {
 	t.Helper()
 	if os.Getenv("CI") != "" {
 		t.Fatalf("%v; CI is set, so this must run (scripts/install-servers.sh installs every server)", err)
 	}
 	t.Skipf("%v; skipped because CI is unset", err)
+}
+
+// TempDir is a fresh directory for t's server, removed when t ends unless t failed, when its
+// log says where it is kept. Not t.TempDir: a server may still be writing while the test's
+// own clean-up runs, and a failed run keeps the server's files.
+func TempDir(t testing.TB, name string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "walkeeper-"+name+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("%s: files kept in %s", name, dir)
+		} else {
+			_ = os.RemoveAll(dir)
+		}
+	})
+	return dir
 }
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.

@@ -56,7 +56,7 @@ func (b Backend) Start(t testing.TB) *Server {
 	if err != nil {
 		testbin.Missing(t, err)
 	}
-	s := &Server{Kind: b.Kind, Version: testbin.Version(b.Tool), bin: bin, dir: tempDir(t, string(b.Kind))}
+	s := &Server{Kind: b.Kind, Version: testbin.Version(b.Tool), bin: bin, dir: testbin.TempDir(t, string(b.Kind))}
 	s.log = filepath.Join(s.dir, "server.log")
 	t.Cleanup(func() {
 		if err := s.Stop(); err != nil {
@@ -147,20 +147,4 @@ func (s *Server) Stop() error {
 		return nil
 	}
 	return s.p.Stop(syscall.SIGTERM, 10*time.Second)
-}
-
-// tempDir is a fresh directory for one server. Not t.TempDir: servers may still be writing
-// while the test's own clean-up runs, and a failed run keeps the logs.
-func tempDir(t testing.TB, kind string) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "walkeeper-"+kind+"-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if !t.Failed() {
-			_ = os.RemoveAll(dir)
-		}
-	})
-	return dir
 }

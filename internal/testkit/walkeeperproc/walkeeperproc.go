@@ -4,7 +4,6 @@
 package walkeeperproc
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -30,9 +29,9 @@ const buildTimeout = 10 * time.Minute
 // to the GOGC of the run's own builds, which it takes back from the test binary itself.
 const EnvBuildGOGC = "WALKEEPER_BUILD_GOGC"
 
-// EnvBinary names a walkeeper binary already built from this tree: scripts/test.sh builds one
-// per run, where every test package that runs worker processes linked its own (a link is 5 to
-// 10 CPU-seconds, and a run has about ten such packages).
+// EnvBinary names a walkeeper binary already built from this tree (scripts/test.sh builds one
+// per run) that Build links to, where each of about ten packages would link its own (5 to 10
+// CPU-seconds each).
 const EnvBinary = "WALKEEPER_TEST_BINARY"
 
 // Build runs `go build -ldflags=-w <flags> -o out ./cmd/walkeeper` in the module root (through
@@ -78,11 +77,7 @@ func goIn(ctx context.Context, root string, args ...string) ([]byte, error) {
 		return nil, err
 	}
 	defer unlock()
-	cmd := goCommand(ctx, root, args...)
-	var buf bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &buf, &buf
-	err = cmd.Run()
-	return buf.Bytes(), err
+	return goCommand(ctx, root, args...).CombinedOutput()
 }
 
 // goCommand is `go args...` in root, at the build GOGC when EnvBuildGOGC is set.
@@ -151,8 +146,7 @@ func (w *Worker) Start(t testing.TB) {
 	w.p = p
 	// A start that fails kills its process, which would outlive the test binary. No clean-up
 	// is registered on t: a worker restarted inside a subtest must outlive that subtest.
-	err = testbin.WaitHTTP(p, "http://"+w.Listen+"/healthz", healthyWithin)
-	if err != nil {
+	if err := testbin.WaitHTTP(p, "http://"+w.Listen+"/healthz", healthyWithin); err != nil {
 		_ = p.Stop(syscall.SIGKILL, time.Minute)
 		t.Fatalf("worker %s did not become healthy (log %s): %v", w.Instance, w.Log, err)
 	}

@@ -89,7 +89,7 @@ func wantErr(t testing.TB, what string, err, target error) {
 	}
 }
 
-func listDirs(t *testing.T, b *objstore.Bucket, prefix string) []string {
+func listDirs(t testing.TB, b *objstore.Bucket, prefix string) []string {
 	t.Helper()
 	dirs, err := b.ListDirs(context.Background(), prefix)
 	wantErr(t, fmt.Sprintf("ListDirs(%q)", prefix), err, nil)
@@ -97,6 +97,16 @@ func listDirs(t *testing.T, b *objstore.Bucket, prefix string) []string {
 		dirs = []string{}
 	}
 	return dirs
+}
+
+// wantLists reports every prefix of want whose listing by list is not its value.
+func wantLists(t *testing.T, what string, list func(testing.TB, *objstore.Bucket, string) []string, b *objstore.Bucket, want map[string][]string) {
+	t.Helper()
+	for prefix, w := range want {
+		if got := list(t, b, prefix); !reflect.DeepEqual(got, w) {
+			t.Errorf("%s(%q) = %q, want %q", what, prefix, got, w)
+		}
+	}
 }
 
 func testGetMissing(t *testing.T, b *objstore.Bucket) {
@@ -184,7 +194,7 @@ func testListRecursiveSortedPrefix(t *testing.T, b *objstore.Bucket) {
 	for _, k := range []string{"b/2", "c", "a/c", "a/b/d", "a-b", "a.x", "a/b/c", "b/1/x/y/z"} {
 		mustPut(t, b, k, "v-"+k)
 	}
-	checks := map[string][]string{
+	wantLists(t, "List", ListKeys, b, map[string][]string{
 		"":       {"a-b", "a.x", "a/b/c", "a/b/d", "a/c", "b/1/x/y/z", "b/2", "c"},
 		"a":      {"a-b", "a.x", "a/b/c", "a/b/d", "a/c"},
 		"a/":     {"a/b/c", "a/b/d", "a/c"},
@@ -195,12 +205,7 @@ func testListRecursiveSortedPrefix(t *testing.T, b *objstore.Bucket) {
 		"zzz/":   {},
 		"a/q/r/": {},
 		"c/":     {},
-	}
-	for prefix, want := range checks {
-		if got := ListKeys(t, b, prefix); !reflect.DeepEqual(got, want) {
-			t.Errorf("List(%q) = %q, want %q", prefix, got, want)
-		}
-	}
+	})
 	objs, _ := b.List(context.Background(), "b/")
 	if len(objs) != 2 || objs[1].Size != int64(len("v-b/2")) {
 		t.Errorf("List sizes = %+v", objs)
@@ -212,7 +217,7 @@ func testListDirs(t *testing.T, b *objstore.Bucket) {
 	for _, k := range []string{"top", "a/b/c", "a/x", "b-1/y", "b/2", "_registry/generic/gs.json", "_registry/rollout/r.json"} {
 		mustPut(t, b, k, "v")
 	}
-	checks := map[string][]string{
+	wantLists(t, "ListDirs", listDirs, b, map[string][]string{
 		"":            {"_registry", "a", "b", "b-1"},
 		"a":           {"b"},
 		"a/":          {"b"},
@@ -221,24 +226,12 @@ func testListDirs(t *testing.T, b *objstore.Bucket) {
 		"missing/":    {},
 		"top/":        {},
 		"_registry/g": {}, // names a directory "_registry/g/", which does not exist
-	}
-	for prefix, want := range checks {
-		if got := listDirs(t, b, prefix); !reflect.DeepEqual(got, want) {
-			t.Errorf("ListDirs(%q) = %q, want %q", prefix, got, want)
-		}
-	}
+	})
 	// A directory whose last object is deleted disappears, as on an object store.
 	wantErr(t, "Delete", b.Delete(ctx, "a/b/c"), nil)
-	if got := listDirs(t, b, "a/"); len(got) != 0 {
-		t.Errorf("ListDirs after delete = %q, want none", got)
-	}
-	if got := listDirs(t, b, ""); !reflect.DeepEqual(got, []string{"_registry", "a", "b", "b-1"}) {
-		t.Errorf("ListDirs root after delete = %q", got)
-	}
+	wantLists(t, "ListDirs after deleting a/b/c", listDirs, b, map[string][]string{"a/": {}, "": {"_registry", "a", "b", "b-1"}})
 	wantErr(t, "Delete", b.Delete(ctx, "a/x"), nil)
-	if got := listDirs(t, b, ""); !reflect.DeepEqual(got, []string{"_registry", "b", "b-1"}) {
-		t.Errorf("ListDirs root after deleting a/ = %q", got)
-	}
+	wantLists(t, "ListDirs after deleting a/x", listDirs, b, map[string][]string{"": {"_registry", "b", "b-1"}})
 }
 
 // testListPages: more keys than one listing page (1000 on S3, GCS and Azure): List must

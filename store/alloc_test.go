@@ -260,8 +260,7 @@ func TestConcurrentMergesTinyBudgetNeverDeadlock(t *testing.T) {
 			sampler.Wait()
 			require.NoError(t, ctx.Err(), "merges did not finish in time")
 			for _, s := range ss {
-				st, err := s.Stats(ctx)
-				require.NoError(t, err)
+				st := mustStats(ctx, t, s)
 				for _, sh := range st.Shards {
 					require.Zero(t, sh.PendingGenerations, "store %s drained", st.Target)
 				}

@@ -197,9 +197,7 @@ func TestKeysLongerThanMaxKeyBytesAreRefused(t *testing.T) {
 
 	_, err = s.AppendJSON(ctx, []byte(`[{"id":"`+ok+`","n":7}]`))
 	require.NoError(t, err)
-	got, err := s.Get(ctx, ok)
-	require.NoError(t, err)
-	require.Equal(t, int64(7), got["n"])
+	require.Equal(t, int64(7), mustGet(ctx, t, s, ok)["n"])
 	_, err = s.List(ctx, ListOptions{After: ok})
 	require.NoError(t, err)
 	require.NoError(t, s.Delete(ctx, ok))

@@ -20,47 +20,14 @@ func benchDB(b *testing.B, tweak ...func(*Options)) (*DB, string) {
 	return benchDBAt(b, "", tweak...)
 }
 
-// benchDBAt opens url ("" = file:// in a temp dir).
+// benchDBAt opens url ("" = file:// in a temp dir). A benchmark appends a generation at once:
+// the append cap guards clients.
 func benchDBAt(b *testing.B, url string, tweak ...func(*Options)) (*DB, string) {
-	b.Helper()
 	dir := b.TempDir()
 	if url == "" {
 		url = "file://" + dir
 	}
-	opts := DefaultOptions()
-	opts.InstanceID = "bench"
-	opts.MaxAppendRows = 0 // a benchmark appends a generation at once; the cap guards clients
-	for _, f := range tweak {
-		f(&opts)
-	}
-	db, err := OpenDB(context.Background(), url, opts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = db.Close(context.Background()) })
-	return db, dir
-}
-
-func benchStore(b *testing.B, db *DB, name string) *Store {
-	b.Helper()
-	f := false
-	s, err := db.Create(context.Background(), Target{Kind: KindGeneric, Name: name}, CreateOptions{Schema: &testSchema, SealOnAppend: &f})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return s
-}
-
-// benchSeal appends rows to s in one append and seals them.
-func benchSeal(b *testing.B, s *Store, rows []Row) {
-	b.Helper()
-	ctx := context.Background()
-	if _, err := s.Append(ctx, rows); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := s.Flush(ctx); err != nil {
-		b.Fatal(err)
-	}
+	return openTestDB(b, url, "bench", append([]func(*Options){func(o *Options) { o.MaxAppendRows = 0 }}, tweak...)...), dir
 }
 
 // BenchmarkAppend measures durable one-row appends from many goroutines: group commit
@@ -69,7 +36,7 @@ func BenchmarkAppend(b *testing.B) {
 	for _, par := range []int{1, 16, 64} {
 		b.Run(fmt.Sprintf("writers=%d", par), func(b *testing.B) {
 			db, _ := benchDB(b)
-			s := benchStore(b, db, "append")
+			s := createGeneric(b, db, "append", false)
 			ctx := context.Background()
 			var n atomic.Int64
 			b.SetParallelism(par)
@@ -98,7 +65,7 @@ func BenchmarkAppend(b *testing.B) {
 func BenchmarkRead(b *testing.B) {
 	for _, pending := range []int{0, 16, 256} {
 		db, _ := benchDB(b, func(o *Options) { o.PendingMax = 0 })
-		s := benchStore(b, db, "read")
+		s := createGeneric(b, db, "read", false)
 		ctx := context.Background()
 		const rowsPerGen = 100
 		// Base: 10k rows merged; then `pending` generations of 100 rows each on top.
@@ -106,7 +73,7 @@ func BenchmarkRead(b *testing.B) {
 		for i := 0; i < 10000; i++ {
 			base = append(base, row(fmt.Sprintf("k%06d", i), int64(i)))
 		}
-		benchSeal(b, s, base)
+		seal(b, s, base...)
 		if _, err := s.MergeAll(ctx); err != nil {
 			b.Fatal(err)
 		}
@@ -116,7 +83,7 @@ func BenchmarkRead(b *testing.B) {
 				k := (g*rowsPerGen + i*37) % 10000
 				rows = append(rows, row(fmt.Sprintf("k%06d", k), int64(g)))
 			}
-			benchSeal(b, s, rows)
+			seal(b, s, rows...)
 		}
 		// A reader in another process: no memtable, every generation from storage (cached).
 		reader, err := OpenDB(ctx, db.bucket.URL(), DefaultOptions())
@@ -154,14 +121,14 @@ func BenchmarkPrepare(b *testing.B) {
 	const gens, rowsPerGen = 8, 20000
 	payload := strings.Repeat("p", 200)
 	db, dir := benchDB(b, func(o *Options) { o.MergeMaxGenerations = 0; o.MergeMaxBytes = 0 })
-	s := benchStore(b, db, "prep")
+	s := createGeneric(b, db, "prep", false)
 	for g := 0; g < gens; g++ {
 		var rows []Row
 		for i := 0; i < rowsPerGen; i++ {
 			k := fmt.Sprintf("k%08d", (i*gens+g)*7919%(gens*rowsPerGen))
 			rows = append(rows, Row{Key: k, Values: []any{k, int64(i), payload}})
 		}
-		benchSeal(b, s, rows)
+		seal(b, s, rows...)
 	}
 	var onDisk int64
 	var files []string
@@ -225,7 +192,7 @@ func BenchmarkPrepareRuns(b *testing.B) {
 			k := fmt.Sprintf("k%09d", n)
 			rows[i] = Row{Key: k, Values: []any{k, n, payload}}
 		}
-		benchSeal(b, s, rows)
+		seal(b, s, rows...)
 	}
 	sm, err := s.loadShard(ctx, db.shard)
 	if err != nil || sm == nil {
@@ -300,7 +267,7 @@ func BenchmarkCommitLockHold(b *testing.B) {
 					o.MergeMaxGenerations, o.MergeMaxBytes = 0, 0
 					o.MemtableBytes = 2 * int64(size.bytes) // the merge's rows are one append
 				})
-				s := benchStore(b, db, "lock")
+				s := createGeneric(b, db, "lock", false)
 				ctx := context.Background()
 				payload := strings.Repeat("x", 4096)
 				rowsPerMerge := max(size.bytes/4200, 1)
@@ -313,7 +280,7 @@ func BenchmarkCommitLockHold(b *testing.B) {
 						k := fmt.Sprintf("i%06d-r%06d", i, r)
 						rows = append(rows, Row{Key: k, Values: []any{k, int64(r), payload}})
 					}
-					benchSeal(b, s, rows)
+					seal(b, s, rows...)
 					p, err := s.Prepare(ctx, PrepareParams{})
 					if err != nil {
 						b.Fatal(err)

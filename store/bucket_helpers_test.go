@@ -44,3 +44,11 @@ func keyExists(t *testing.T, db *DB, key string) bool {
 	require.NoError(t, err)
 	return ok
 }
+
+// getObject is the object at key in b.
+func getObject(t *testing.T, b *objstore.Bucket, key string) []byte {
+	t.Helper()
+	data, err := b.Get(context.Background(), key)
+	require.NoError(t, err)
+	return data
+}

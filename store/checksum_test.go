@@ -51,29 +51,25 @@ func TestChecksumRefusesDamagedObjectsBeforeDecoding(t *testing.T) {
 			db, s := newGenericStore(t, "file://"+t.TempDir(), "sum")
 			seal(t, s, row("a", 1), row("b", 2))
 			if tc.run {
-				_, err := s.MergeAll(ctx)
-				require.NoError(t, err)
+				mustMergeAll(ctx, t, s)
 			}
 			var key, sum string
 			if tc.run {
-				base, err := s.loadBase(ctx)
-				require.NoError(t, err)
+				base := mustLoadBase(ctx, t, s)
 				require.Len(t, base.Runs, 1)
 				key, sum = base.Runs[0].Path, base.Runs[0].Checksum
 			} else {
-				sm, err := s.loadShard(ctx, db.Shard())
-				require.NoError(t, err)
+				sm := mustLoadShard(ctx, t, s, db.Shard())
 				require.Len(t, sm.Flushed, 1)
 				key, sum = sm.Flushed[0].Path, sm.Flushed[0].Checksum
 			}
 			require.Len(t, sum, 8, "manifest entry carries a checksum")
-			orig, err := db.bucket.Get(ctx, key)
-			require.NoError(t, err)
+			orig := getObject(t, db.bucket, key)
 			require.Equal(t, checksumOf(orig), sum)
 			require.NoError(t, db.bucket.Put(ctx, key, tc.data(orig)))
 			db.cache.clear()
 
-			_, err = s.Get(ctx, "a")
+			_, err := s.Get(ctx, "a")
 			require.ErrorIs(t, err, ErrCorrupt)
 			require.Regexp(t, "checksum|as its manifest declares", err.Error())
 			require.Contains(t, err.Error(), key)
@@ -105,16 +101,14 @@ func TestWALChecksum(t *testing.T) {
 	objs, err := db.bucket.List(ctx, walPrefix(s.target, db.Shard()))
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, len(objs), 3, "fence marker and two appends")
-	raw, err := db.bucket.Get(ctx, objs[len(objs)-1].Key)
-	require.NoError(t, err)
+	raw := getObject(t, db.bucket, objs[len(objs)-1].Key)
 	ipc, err := unframeWAL(raw, "test")
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(string(ipc), "ARROW1"))
 
 	// The newest object in the old, unframed form; the one before damaged in its payload.
 	require.NoError(t, db.bucket.Put(ctx, objs[len(objs)-1].Key, ipc))
-	prev, err := db.bucket.Get(ctx, objs[len(objs)-2].Key)
-	require.NoError(t, err)
+	prev := getObject(t, db.bucket, objs[len(objs)-2].Key)
 	damaged := flipMiddleBit(prev)
 	require.NoError(t, db.bucket.Put(ctx, objs[len(objs)-2].Key, damaged))
 	// No Close: a graceful close would seal the memtable and make the WAL garbage. The next

@@ -36,20 +36,18 @@ func TestCompactBaseReservesFromTheBudget(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		seal(t, s, row("same", int64(i)), row(fmt.Sprintf("k%d", i), int64(i)))
 	}
-	_, err := s.MergeAll(ctx)
-	require.NoError(t, err)
+	mustMergeAll(ctx, t, s)
 	want := allRows(t, s, SourceAll)
 
 	held := mustReserve(t, budget, budget.Limit())
 	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-	_, err = s.CompactBase(short, CompactParams{MaxRuns: -1})
+	_, err := s.CompactBase(short, CompactParams{MaxRuns: -1})
 	cancel()
 	require.ErrorIs(t, err, context.DeadlineExceeded, "a pass waits for the budget, it does not overdraw it")
 	require.Equal(t, want, allRows(t, s, SourceAll))
 	held.Release()
 
-	res, err := s.CompactBase(ctx, CompactParams{MaxRuns: -1})
-	require.NoError(t, err)
+	res := mustCompact(ctx, t, s, CompactParams{MaxRuns: -1})
 	require.True(t, res.Committed)
 	require.Equal(t, 1, res.RunsLeft)
 	require.Zero(t, budget.Reserved(), "the pass released its reservation")
@@ -82,18 +80,14 @@ func TestCompactBaseStreamsRunsInBatches(t *testing.T) {
 			deleteKeys(t, s, keys...)
 			flush(t, s)
 		}
-		_, err := s.MergeAll(ctx)
-		require.NoError(t, err)
+		mustMergeAll(ctx, t, s)
 	}
 	want := bigList(t, s)
 	require.NotEmpty(t, want)
 
-	base, err := s.loadBase(ctx)
-	require.NoError(t, err)
+	base := mustLoadBase(ctx, t, s)
 	require.GreaterOrEqual(t, len(base.Runs), 3)
-	data, err := db.bucket.Get(ctx, base.Runs[0].Path)
-	require.NoError(t, err)
-	rb, err := openRunBatches(ctx, memory.DefaultAllocator, data, s.codec, "run")
+	rb, err := openRunBatches(ctx, memory.DefaultAllocator, getObject(t, db.bucket, base.Runs[0].Path), s.codec, "run")
 	require.NoError(t, err)
 	batches := 0
 	for {
@@ -108,8 +102,7 @@ func TestCompactBaseStreamsRunsInBatches(t *testing.T) {
 	rb.close()
 	require.Greater(t, batches, 2, "a run of %d rows must span several batches of %d", rb.rows, rb.batchRows)
 
-	res, err := s.CompactBase(ctx, CompactParams{MaxRuns: -1})
-	require.NoError(t, err)
+	res := mustCompact(ctx, t, s, CompactParams{MaxRuns: -1})
 	require.True(t, res.Committed)
 	require.Equal(t, 1, res.RunsLeft)
 	require.Equal(t, want, bigList(t, s))
@@ -153,8 +146,7 @@ func TestCompactionCountsTheBuffersItsInputsOutgrew(t *testing.T) {
 		}
 		seal(t, s, rs...)
 	}
-	_, err := s.MergeAll(ctx)
-	require.NoError(t, err)
+	mustMergeAll(ctx, t, s)
 	want := allRows(t, s, SourceAll)
 	snap, err := s.snapshot(ctx, false)
 	require.NoError(t, err)
@@ -175,8 +167,7 @@ func TestCompactionCountsTheBuffersItsInputsOutgrew(t *testing.T) {
 	require.Zero(t, acct.Allocated())
 	res.Release()
 
-	out, err := s.CompactBase(ctx, CompactParams{MaxRuns: -1})
-	require.NoError(t, err)
+	out := mustCompact(ctx, t, s, CompactParams{MaxRuns: -1})
 	require.True(t, out.Committed)
 	require.Equal(t, 1, out.RunsLeft)
 	require.Zero(t, budget.Reserved())

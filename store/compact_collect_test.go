@@ -31,8 +31,7 @@ func sealRuns(t *testing.T, s *Store, n int) {
 func requireBaseReadable(t *testing.T, s *Store) {
 	t.Helper()
 	ctx := context.Background()
-	base, err := s.loadBase(ctx)
-	require.NoError(t, err)
+	base := mustLoadBase(ctx, t, s)
 	for _, r := range base.Runs {
 		require.True(t, keyExists(t, s.db, r.Path), "the base names run %s, which is gone", r.Path)
 	}
@@ -57,8 +56,7 @@ func TestFindingCompactionCleanupSparesAnotherExecutionsOutput(t *testing.T) {
 			return errors.New("injected: base publish failed")
 		}
 		if op == objstore.OpDelete && isCompactOutput(key) && other.CompareAndSwap(false, true) {
-			res, err := s1.CompactBase(ctx, CompactParams{MaxRuns: -1})
-			require.NoError(t, err)
+			res := mustCompact(ctx, t, s1, CompactParams{MaxRuns: -1})
 			require.True(t, res.Committed, "the other execution publishes between the look and the delete")
 		}
 		return nil
@@ -81,8 +79,7 @@ func TestCompactionPastItsPublishWindowDoesNotPublish(t *testing.T) {
 	db := openTestDB(t, url, "w1", func(o *Options) { o.Now = clock })
 	s := createGeneric(t, db, "slow", false)
 	sealRuns(t, s, 3)
-	before, err := s.loadBase(ctx)
-	require.NoError(t, err)
+	before := mustLoadBase(ctx, t, s)
 
 	db.bucket = db.bucket.WithFaults(objstore.FaultFuncs{AfterFunc: func(op, key string, err error) error {
 		if op == objstore.OpPut && isCompactOutput(key) && skew.Load() == 0 {
@@ -90,14 +87,10 @@ func TestCompactionPastItsPublishWindowDoesNotPublish(t *testing.T) {
 		}
 		return err
 	}})
-	_, err = s.CompactBase(ctx, CompactParams{MaxRuns: -1})
+	_, err := s.CompactBase(ctx, CompactParams{MaxRuns: -1})
 	require.ErrorIs(t, err, ErrStalled)
-	after, err := s.loadBase(ctx)
-	require.NoError(t, err)
-	require.Equal(t, before.Version, after.Version, "nothing was published")
-	objs, err := db.bucket.List(ctx, dataPrefix(s.target)+compactRunNamePrefix)
-	require.NoError(t, err)
-	require.Empty(t, objs, "the pass deleted its own output")
+	require.Equal(t, before.Version, mustLoadBase(ctx, t, s).Version, "nothing was published")
+	require.Empty(t, listKeys(t, db.bucket, dataPrefix(s.target)+compactRunNamePrefix), "the pass deleted its own output")
 
 	res, err := s.CompactBase(ctx, CompactParams{MaxRuns: -1}) // a pass in time publishes
 	require.NoError(t, err)
@@ -129,8 +122,7 @@ func TestAbandonedCompactionOutputsAreCollected(t *testing.T) {
 	foreign := dataPrefix(s.target) + compactRunNamePrefix + "copy-of-a-run.parquet"
 	require.NoError(t, db.bucket.Put(ctx, foreign, []byte("not ours")))
 
-	res, err := s.CompactBase(ctx, CompactParams{MaxRuns: -1})
-	require.NoError(t, err)
+	res := mustCompact(ctx, t, s, CompactParams{MaxRuns: -1})
 	require.True(t, res.Committed)
 	require.Zero(t, res.AbandonedOutputs, "a young output may still be published")
 	require.True(t, keyExists(t, db, orphans[0].Key))

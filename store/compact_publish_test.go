@@ -84,8 +84,7 @@ func TestFindingCompactionCutAtItsPublishCleansUp(t *testing.T) {
 
 			reader := openGeneric(t, openTestDB(t, url, "r"), "cut")
 			require.Equal(t, want, allRows(t, reader, SourceAll))
-			base, err := reader.loadBase(ctx)
-			require.NoError(t, err)
+			base := mustLoadBase(ctx, t, reader)
 			objs, err := reader.db.bucket.List(ctx, dataPrefix(reader.target))
 			require.NoError(t, err)
 			for _, o := range objs {

@@ -24,14 +24,12 @@ func deleteOverAnUnsealedRow(t *testing.T, name string) (db1, db2 *DB, s1, s2 *S
 	db2 = openTestDB(t, url, "w2")
 	s2 = openGeneric(t, db2, name)
 	seal(t, s1, row("other", 1))
-	_, err := s1.MergeAll(ctx)
-	require.NoError(t, err)
+	mustMergeAll(ctx, t, s1)
 	appendRows(t, s2, row("k", 2))
 	require.NoError(t, s1.Delete(ctx, "k"))
-	_, err = s1.Flush(ctx)
+	_, err := s1.Flush(ctx)
 	require.NoError(t, err)
-	_, err = s1.MergeAll(ctx)
-	require.NoError(t, err)
+	mustMergeAll(ctx, t, s1)
 	return db1, db2, s1, s2
 }
 
@@ -44,14 +42,12 @@ func TestCompactionKeepsTombstonesOverUnsealedRows(t *testing.T) {
 	_, err := s1.Get(ctx, "k")
 	require.ErrorIs(t, err, ErrNotFound, "the delete came after the write")
 
-	_, err = s1.CompactBase(ctx, CompactParams{MaxRuns: -1})
-	require.NoError(t, err)
+	mustCompact(ctx, t, s1, CompactParams{MaxRuns: -1})
 	_, err = s2.Flush(ctx)
 	require.NoError(t, err)
 	_, err = s1.Get(ctx, "k")
 	require.ErrorIs(t, err, ErrNotFound, "a row older than the delete must not come back")
-	_, err = s1.MergeAll(ctx)
-	require.NoError(t, err)
+	mustMergeAll(ctx, t, s1)
 	_, err = s1.Get(ctx, "k")
 	require.ErrorIs(t, err, ErrNotFound, "a row older than the delete must not come back")
 }
@@ -72,13 +68,11 @@ func TestCompactionKeepsTombstonesOverRowsSealedDuringItsListing(t *testing.T) {
 		}
 		return nil
 	}})
-	_, err := s1.CompactBase(ctx, CompactParams{MaxRuns: -1})
-	require.NoError(t, err)
+	mustCompact(ctx, t, s1, CompactParams{MaxRuns: -1})
 	require.False(t, armed.Load(), "the compaction listed w2's WAL")
-	_, err = s1.Get(ctx, "k")
+	_, err := s1.Get(ctx, "k")
 	require.ErrorIs(t, err, ErrNotFound, "a row older than the delete must not come back")
-	_, err = s1.MergeAll(ctx)
-	require.NoError(t, err)
+	mustMergeAll(ctx, t, s1)
 	_, err = s1.Get(ctx, "k")
 	require.ErrorIs(t, err, ErrNotFound, "a row older than the delete must not come back")
 }
@@ -98,13 +92,11 @@ func TestConcurrentTriesOfACompactionDoNotShareAnOutput(t *testing.T) {
 	s3 := openGeneric(t, db3, "twin")
 
 	seal(t, s1, row("other", 1))
-	_, err := s1.MergeAll(ctx)
-	require.NoError(t, err)
+	mustMergeAll(ctx, t, s1)
 	require.NoError(t, s1.Delete(ctx, "k"))
-	_, err = s1.Flush(ctx)
+	_, err := s1.Flush(ctx)
 	require.NoError(t, err)
-	_, err = s1.MergeAll(ctx)
-	require.NoError(t, err)
+	mustMergeAll(ctx, t, s1)
 	appendRows(t, s2, row("z", 3)) // unsealed: the first try keeps the tombstone
 
 	db3.bucket = db3.bucket.WithFaults(objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
@@ -124,9 +116,7 @@ func TestConcurrentTriesOfACompactionDoNotShareAnOutput(t *testing.T) {
 		}
 		return nil
 	}})
-	res, err := s1.CompactBase(ctx, CompactParams{MaxRuns: -1})
-	require.NoError(t, err)
-	require.True(t, res.Committed)
+	require.True(t, mustCompact(ctx, t, s1, CompactParams{MaxRuns: -1}).Committed)
 	require.False(t, armed.Load(), "the second try ran")
 
 	requireBaseReadable(t, s1) // the other try deleted no run the base names

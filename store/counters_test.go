@@ -20,9 +20,7 @@ func TestCountersOutOfRangeAreRefused(t *testing.T) {
 	shard := s.db.Shard()
 
 	for _, field := range []string{"replay_after", "next_generation", "writer_epoch"} {
-		sm, err := s.loadShard(ctx, shard)
-		require.NoError(t, err)
-		next := sm.Next()
+		next := mustLoadShard(ctx, t, s, shard).Next()
 		switch field {
 		case "replay_after":
 			next.ReplayAfter = 1<<64 - 1
@@ -37,9 +35,7 @@ func TestCountersOutOfRangeAreRefused(t *testing.T) {
 		require.ErrorIs(t, err, ErrCorrupt, field)
 	}
 
-	base, err := s.loadBase(ctx)
-	require.NoError(t, err)
-	next := base.Next("test")
+	next := mustLoadBase(ctx, t, s).Next("test")
 	next.Watermarks[shard] = 1<<64 - 1
 	raw, err := manifest.EncodeBase(next)
 	require.NoError(t, err)
@@ -47,8 +43,7 @@ func TestCountersOutOfRangeAreRefused(t *testing.T) {
 	require.ErrorIs(t, err, ErrCorrupt)
 
 	// A prepared merge that would publish such a watermark is refused before it writes.
-	p, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf/r"})
-	require.NoError(t, err)
+	p := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "wf/r"})
 	bad := *p
 	bad.Generations = []uint64{1<<64 - 1}
 	bad.Through = 1<<64 - 1

@@ -26,8 +26,7 @@ func damagedWALStore(t *testing.T, name string) (root string, tgt Target, key st
 	objs, err := db.bucket.List(ctx, walPrefix(s.target, db.Shard()))
 	require.NoError(t, err)
 	key = objs[len(objs)-1].Key
-	intact, err = db.bucket.Get(ctx, key)
-	require.NoError(t, err)
+	intact = getObject(t, db.bucket, key)
 	require.NoError(t, db.bucket.Put(ctx, key, flipMiddleBit(intact)))
 	return root, s.target, key, intact
 }
@@ -86,20 +85,18 @@ func TestCorruptObjectsAreCountedOncePerObject(t *testing.T) {
 	ctx := context.Background()
 	db, s, m := mergedStore(t, newMemURL())
 	corrupt := m.CorruptObjects.WithLabelValues(string(KindGeneric))
-	base, err := s.loadBase(ctx)
-	require.NoError(t, err)
-	sm, err := s.loadShard(ctx, db.Shard())
-	require.NoError(t, err)
+	base := mustLoadBase(ctx, t, s)
+	sm := mustLoadShard(ctx, t, s, db.Shard())
 	require.NoError(t, db.bucket.Put(ctx, base.Runs[0].Path, []byte("garbage")))
 	require.NoError(t, db.bucket.Put(ctx, sm.Flushed[0].Path, []byte("garbage")))
 	db.cache.clear()
 	for i := 0; i < 5; i++ {
-		_, err = s.Get(ctx, "a")
+		_, err := s.Get(ctx, "a")
 		require.ErrorIs(t, err, ErrCorrupt)
 	}
 	require.Equal(t, 1.0, testutil.ToFloat64(corrupt), "five reads of one damaged run")
 	for i := 0; i < 5; i++ {
-		_, err = s.Get(ctx, "c")
+		_, err := s.Get(ctx, "c")
 		require.ErrorIs(t, err, ErrCorrupt)
 	}
 	require.Equal(t, 2.0, testutil.ToFloat64(corrupt), "and five of one damaged generation")
@@ -136,13 +133,10 @@ func TestQuarantineDamagedWALObjectLetsTheOwnerAppend(t *testing.T) {
 	appendRows(t, s, row("c", 3))
 	require.Equal(t, map[string]int64{"a": 1, "c": 3}, allRows(t, s, SourceAll), "b was only in the damaged object")
 	flush(t, s)
-	_, err = s.MergeAll(ctx)
-	require.NoError(t, err)
+	mustMergeAll(ctx, t, s)
 	require.Equal(t, map[string]int64{"a": 1, "c": 3}, allRows(t, s, SourceBase))
 	require.True(t, keyExists(t, db, key), "a seal's WAL clean-up must not delete a quarantined WAL object")
-	st, err := s.Stats(ctx)
-	require.NoError(t, err)
-	require.Equal(t, 1, st.Quarantined)
+	require.Equal(t, 1, mustStats(ctx, t, s).Quarantined)
 
 	// A restarted owner replays around it too.
 	s2 := openGeneric(t, openTestDB(t, root, "w1"), "qw")

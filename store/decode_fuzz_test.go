@@ -94,16 +94,13 @@ func decodeFuzzSeeds(t *testing.T) (gen, run []byte) {
 	if err != nil || sm == nil || len(sm.Flushed) != 1 {
 		t.Fatalf("seed generation: %v %+v", err, sm)
 	}
-	gen, err = db.bucket.Get(ctx, sm.Flushed[0].Path)
-	require.NoError(t, err)
-	_, err = s.MergeAll(ctx)
-	require.NoError(t, err)
+	gen = getObject(t, db.bucket, sm.Flushed[0].Path)
+	mustMergeAll(ctx, t, s)
 	base, err := s.loadBase(ctx)
 	if err != nil || len(base.Runs) != 1 {
 		t.Fatalf("seed run: %v %+v", err, base)
 	}
-	run, err = db.bucket.Get(ctx, base.Runs[0].Path)
-	require.NoError(t, err)
+	run = getObject(t, db.bucket, base.Runs[0].Path)
 	return gen, run
 }
 

@@ -52,17 +52,14 @@ func TestCompactionDuringASealKeepsTheGenerationsDemandRecord(t *testing.T) {
 	recs := demandOf(t, db, s.target)
 	require.Len(t, recs, 1, "the seal wrote its record before its manifest")
 
-	res, err := s.CompactBase(ctx, CompactParams{})
-	require.NoError(t, err)
+	res := mustCompact(ctx, t, s, CompactParams{})
 	require.True(t, res.Committed)
 	require.Less(t, res.RunsLeft, 2)
 	close(resume)
 	require.NoError(t, <-sealed)
 
 	require.False(t, keyExists(t, db, demandCompactMarker(s.target)), "the compaction cleared the marker")
-	st, err := s.Stats(ctx)
-	require.NoError(t, err)
-	require.Equal(t, 1, st.Shards[0].PendingGenerations)
+	require.Equal(t, 1, mustStats(ctx, t, s).Shards[0].PendingGenerations)
 	require.Equal(t, recs, demandOf(t, db, s.target), "the pending generation keeps its demand record")
 }
 
@@ -82,8 +79,7 @@ func TestFindingClearingTheCompactionMarkerKeepsAConcurrentMergesMarker(t *testi
 				require.NoError(t, err)
 			}
 			if clearer == "reconcile" {
-				res, err := s.CompactBase(ctx, CompactParams{})
-				require.NoError(t, err)
+				res := mustCompact(ctx, t, s, CompactParams{})
 				require.Equal(t, 1, res.RunsLeft)
 				require.NoError(t, s.putCompactDemand(ctx, 3), "a stale marker, as a failed clearing leaves")
 			}
@@ -126,8 +122,7 @@ func TestFindingClearingTheCompactionMarkerKeepsAConcurrentMergesMarker(t *testi
 			close(resume)
 			require.NoError(t, <-cleared)
 
-			base, err := s.loadBase(ctx)
-			require.NoError(t, err)
+			base := mustLoadBase(ctx, t, s)
 			require.Len(t, base.Runs, 2)
 			require.True(t, keyExists(t, db, marker), "the base holds 2 runs: the marker the merge wrote must stay")
 		})

@@ -104,11 +104,10 @@ func TestMergeCommitDeletesCoveredDemand(t *testing.T) {
 				seal(t, s, row(fmt.Sprint("k", i), int64(i)))
 			}
 			require.Len(t, demandOf(t, db, s.target), 3)
-			p, err := s.Prepare(ctx, PrepareParams{Shard: db.shard})
-			require.NoError(t, err)
+			p := mustPrepare(ctx, t, s, PrepareParams{Shard: db.shard})
 			appendRows(t, s, row("late", 9))
 			late := flush(t, s)
-			_, err = commitOne(ctx, s, p)
+			_, err := commitOne(ctx, s, p)
 			require.NoError(t, err)
 			recs := demandOf(t, db, s.target)
 			require.Len(t, recs, 1)
@@ -190,8 +189,7 @@ func TestReconcileRepairsMissingDemandAndCompactMarker(t *testing.T) {
 	require.Equal(t, g.Generation, recs[0].Gen)
 	require.True(t, keyExists(t, db, demandCompactMarker(s.target)), "reconcile restored the marker")
 
-	_, err = s.CompactBase(ctx, CompactParams{})
-	require.NoError(t, err)
+	mustCompact(ctx, t, s, CompactParams{})
 	require.False(t, keyExists(t, db, demandCompactMarker(s.target)), "compaction below the threshold cleared the marker")
 }
 

@@ -164,14 +164,10 @@ func TestForeignKeysInsideAStoreAreSkipped(t *testing.T) {
 			want := map[string]int64{"a": 1, "b": 2, "c": 3, "d": 4, "e": 5}
 			require.Equal(t, want, allRows(t, s2, SourceAll))
 
-			p, err := s2.Prepare(ctx, PrepareParams{AttemptKey: attempt})
+			_, err = commitOne(ctx, s2, mustPrepare(ctx, t, s2, PrepareParams{AttemptKey: attempt}))
 			require.NoError(t, err)
-			_, err = commitOne(ctx, s2, p)
-			require.NoError(t, err)
-			_, err = s2.MergeAll(ctx)
-			require.NoError(t, err)
-			_, err = s2.CompactBase(ctx, CompactParams{})
-			require.NoError(t, err)
+			mustMergeAll(ctx, t, s2)
+			mustCompact(ctx, t, s2, CompactParams{})
 			_, err = s2.ReconcileDemand(ctx)
 			require.NoError(t, err)
 			var records int

@@ -34,8 +34,7 @@ func mixedSizeStore(t *testing.T, gens int, tweak ...func(*Options)) *Store {
 		rs = append(rs, value(i, i >= mixedSmall))
 	}
 	seal(t, s, rs...)
-	_, err := s.MergeAll(ctx)
-	require.NoError(t, err)
+	mustMergeAll(ctx, t, s)
 	require.Less(t, firstRunBatches(t, s).batchRows, int64(mixedSmall+mixedBig), "the run streams in more than one batch")
 
 	rng := rand.New(rand.NewPCG(21, 23))
@@ -47,8 +46,7 @@ func mixedSizeStore(t *testing.T, gens int, tweak ...func(*Options)) *Store {
 			flush(t, s)
 		}
 	}
-	st, err := s.Stats(ctx)
-	require.NoError(t, err)
+	st := mustStats(ctx, t, s)
 	require.Equal(t, 1, st.Runs)
 	require.Equal(t, gens, st.Shards[0].PendingGenerations)
 	return s

@@ -20,7 +20,7 @@ func BenchmarkListRunPage(b *testing.B) {
 		o.ReadBudget = rb
 		o.CacheBytes = 64 << 20
 	})
-	s := benchStore(b, db, "listrun")
+	s := createGeneric(b, db, "listrun", false)
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(1, 2))
 	letters := []byte("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
@@ -34,20 +34,11 @@ func BenchmarkListRunPage(b *testing.B) {
 			k := fmt.Sprintf("k%07d", i)
 			batch = append(batch, Row{Key: k, Values: []any{k, int64(i), string(p)}})
 		}
-		if _, err := s.Append(ctx, batch); err != nil {
-			b.Fatal(err)
-		}
+		appendRows(b, s, batch...)
 	}
-	if _, err := s.Flush(ctx); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := s.MergeAll(ctx); err != nil {
-		b.Fatal(err)
-	}
-	base, err := s.loadBase(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
+	flush(b, s)
+	mustMergeAll(ctx, b, s)
+	base := mustLoadBase(ctx, b, s)
 	if len(base.Runs) != 1 || base.Runs[0].Bytes < 64<<20 {
 		st, _ := s.Stats(ctx)
 		b.Fatalf("want one run of at least 64 MiB, have %d runs of %d bytes in all", len(base.Runs), st.BaseBytes)

@@ -41,8 +41,7 @@ func streamedRunStore(t *testing.T, rows, pad, groupRows, gens int, rb *Budget) 
 		rs = append(rs, Row{Key: k, Values: []any{k, int64(i), padding + k}})
 	}
 	seal(t, s, rs...)
-	_, err := s.MergeAll(ctx)
-	require.NoError(t, err)
+	mustMergeAll(ctx, t, s)
 	splitRunRowGroups(t, s, int64(groupRows))
 	return s, addPendingGenerations(t, s, rows, 0, gens), m
 }
@@ -66,8 +65,7 @@ func addPendingGenerations(t *testing.T, s *Store, rows, from, n int) (ref *Stor
 		}
 		flush(t, s)
 	}
-	st, err := s.Stats(ctx)
-	require.NoError(t, err)
+	st := mustStats(ctx, t, s)
 	require.Equal(t, 1, st.Runs)
 	if from+n > 0 {
 		require.Equal(t, from+n, st.Shards[0].PendingGenerations)
@@ -83,13 +81,9 @@ func addPendingGenerations(t *testing.T, s *Store, rows, from, n int) (ref *Stor
 func splitRunRowGroups(t *testing.T, s *Store, groupRows int64) {
 	t.Helper()
 	ctx := context.Background()
-	base, err := s.loadBase(ctx)
-	require.NoError(t, err)
-	next := base.Next("test: small row groups")
+	next := mustLoadBase(ctx, t, s).Next("test: small row groups")
 	for i, r := range next.Runs {
-		data, err := s.db.bucket.Get(ctx, r.Path)
-		require.NoError(t, err)
-		f, err := decodeParquet(ctx, data, s.codec, r.Path)
+		f, err := decodeParquet(ctx, getObject(t, s.db.bucket, r.Path), s.codec, r.Path)
 		require.NoError(t, err)
 		rec := f.rec
 		var parts []arrow.RecordBatch
@@ -114,11 +108,7 @@ func splitRunRowGroups(t *testing.T, s *Store, groupRows int64) {
 func firstRunBatches(t *testing.T, s *Store) *runBatches {
 	t.Helper()
 	ctx := context.Background()
-	base, err := s.loadBase(ctx)
-	require.NoError(t, err)
-	data, err := s.db.bucket.Get(ctx, base.Runs[0].Path)
-	require.NoError(t, err)
-	rb, err := openRunBatches(ctx, nil, data, s.codec, "run")
+	rb, err := openRunBatches(ctx, nil, getObject(t, s.db.bucket, mustLoadBase(ctx, t, s).Runs[0].Path), s.codec, "run")
 	require.NoError(t, err)
 	t.Cleanup(rb.close)
 	return rb

@@ -21,22 +21,12 @@ func manifestBenchStore(b *testing.B, pending int) (w, other *Store) {
 	b.Helper()
 	url := fmt.Sprintf("mem://bench-manifest-%d", testURLSeq.Add(1))
 	db, _ := benchDBAt(b, url)
-	w = benchStore(b, db, "hot")
-	ctx := context.Background()
+	w = createGeneric(b, db, "hot", false)
 	for i := range pending {
-		if _, err := w.Append(ctx, []Row{row(fmt.Sprintf("k%06d", i), int64(i))}); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := w.Flush(ctx); err != nil {
-			b.Fatal(err)
-		}
+		seal(b, w, row(fmt.Sprintf("k%06d", i), int64(i)))
 	}
 	db2, _ := benchDBAt(b, url, func(o *Options) { o.InstanceID = "bench-merger" })
-	other, err := db2.Open(ctx, w.target)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return w, other
+	return w, openGeneric(b, db2, "hot")
 }
 
 // BenchmarkSealWithPending is one append and one seal of a shard that keeps about pending

@@ -76,8 +76,7 @@ func TestLoadShardReusesDecodeOfSameVersion(t *testing.T) {
 	require.Same(t, w.residentWriter().manifest, own, "the publisher keeps what it published as its decode")
 
 	m1 := mustLoadShard(ctx, t, other, shard)
-	m2 := mustLoadShard(ctx, t, other, shard)
-	require.Same(t, m1, m2, "same version, same decode")
+	require.Same(t, m1, mustLoadShard(ctx, t, other, shard), "same version, same decode")
 	require.Len(t, m1.Flushed, 1)
 
 	seal(t, w, row("b", 2))
@@ -91,8 +90,7 @@ func TestLoadShardReusesDecodeOfSameVersion(t *testing.T) {
 	require.NoError(t, err)
 	m4 := mustLoadShard(ctx, t, w, shard)
 	require.Len(t, m4.Flushed, 1)
-	m5 := mustLoadShard(ctx, t, w, shard)
-	require.Same(t, m4, m5)
+	require.Same(t, m4, mustLoadShard(ctx, t, w, shard))
 }
 
 // The base manifest goes through the same cache: a committer keeps its draft as the decode
@@ -108,20 +106,17 @@ func TestLoadBaseReusesDecodeOfSameVersion(t *testing.T) {
 	require.Zero(t, before.Version)
 
 	sealGenerations(t, w, 2)
-	p := mustPrepare(ctx, t, w, PrepareParams{})
-	res, err := commitOne(ctx, w, p)
+	res, err := commitOne(ctx, w, mustPrepare(ctx, t, w, PrepareParams{}))
 	require.NoError(t, err)
 
 	own := mustLoadBase(ctx, t, w)
 	require.Equal(t, res.BaseVersion, own.Version)
-	again := mustLoadBase(ctx, t, w)
-	require.Same(t, own, again, "the committer reuses its draft")
+	require.Same(t, own, mustLoadBase(ctx, t, w), "the committer reuses its draft")
 
 	b1 := mustLoadBase(ctx, t, other)
 	require.Equal(t, res.BaseVersion, b1.Version, "the storage read finds the new version")
 	require.Len(t, b1.Runs, len(own.Runs))
-	b2 := mustLoadBase(ctx, t, other)
-	require.Same(t, b1, b2)
+	require.Same(t, b1, mustLoadBase(ctx, t, other))
 	require.Zero(t, before.Version)
 	require.Empty(t, before.Runs, "a decode handed out is never changed")
 }

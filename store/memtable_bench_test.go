@@ -32,7 +32,7 @@ func BenchmarkMemtableGet(b *testing.B) {
 	for _, n := range memtableSizes {
 		b.Run(fmt.Sprintf("rows=%d", n), func(b *testing.B) {
 			db, _ := benchDBAt(b, fmt.Sprintf("mem://bench-memget-%d-%d", n, testURLSeq.Add(1)))
-			s := benchStore(b, db, "memget")
+			s := createGeneric(b, db, "memget", false)
 			fillMemtable(b, s, n)
 			key := fmt.Sprintf("k%07d", n/2)
 			ctx := context.Background()
@@ -52,7 +52,7 @@ func BenchmarkMemtableList(b *testing.B) {
 	for _, n := range memtableSizes {
 		b.Run(fmt.Sprintf("rows=%d", n), func(b *testing.B) {
 			db, _ := benchDBAt(b, fmt.Sprintf("mem://bench-memlist-%d-%d", n, testURLSeq.Add(1)))
-			s := benchStore(b, db, "memlist")
+			s := createGeneric(b, db, "memlist", false)
 			fillMemtable(b, s, n)
 			after := fmt.Sprintf("k%07d", n/2)
 			ctx := context.Background()

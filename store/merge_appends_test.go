@@ -97,9 +97,7 @@ func TestAppendsNeverWaitOnAStalledMerge(t *testing.T) {
 			close(g.release)
 			require.NoError(t, <-merged)
 			for i := range 3 {
-				got, err := s.Get(ctx, fmt.Sprintf("during-%d", i))
-				require.NoError(t, err)
-				require.EqualValues(t, i, got["n"])
+				require.EqualValues(t, i, mustGet(ctx, t, s, fmt.Sprintf("during-%d", i))["n"])
 			}
 		})
 	}

@@ -43,9 +43,7 @@ func TestFindingLargeRowsAmongSmallOnesKeepChunksToTheirBytes(t *testing.T) {
 		base := mustLoadBase(ctx, t, s)
 		var most int64
 		for _, r := range base.Runs {
-			data, err := db.bucket.Get(ctx, r.Path)
-			require.NoError(t, err)
-			pf, err := file.NewParquetReader(bytes.NewReader(data))
+			pf, err := file.NewParquetReader(bytes.NewReader(getObject(t, db.bucket, r.Path)))
 			require.NoError(t, err)
 			for i := range pf.NumRowGroups() {
 				most = max(most, pf.MetaData().RowGroup(i).TotalByteSize())
@@ -57,9 +55,7 @@ func TestFindingLargeRowsAmongSmallOnesKeepChunksToTheirBytes(t *testing.T) {
 	slack := 2*int64(len(large)) + 64<<10 // the row that reaches the bound, and encoding
 	require.LessOrEqual(t, largestRowGroup(), int64(mergeChunkBytes)+slack, "a merge's chunk")
 
-	res, err := s.CompactBase(ctx, CompactParams{MaxRuns: -1})
-	require.NoError(t, err)
-	require.True(t, res.Committed)
+	require.True(t, mustCompact(ctx, t, s, CompactParams{MaxRuns: -1}).Committed)
 	require.LessOrEqual(t, largestRowGroup(), int64(compactChunkBytes)+slack, "a compaction's chunk")
 	require.Equal(t, want, bigList(t, s))
 }

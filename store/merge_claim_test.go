@@ -35,8 +35,7 @@ func TestAttemptClaimsDoNotAccumulate(t *testing.T) {
 	_, err := commitOne(ctx, s, p)
 	require.NoError(t, err)
 	require.False(t, claimExists(t, s, p), "commit claim left after a successful commit")
-	ar := mustAbort(ctx, t, s, p)
-	require.True(t, ar.CommitPresent)
+	require.True(t, mustAbort(ctx, t, s, p).CommitPresent)
 	require.False(t, claimExists(t, s, p), "abort of a committed attempt left a claim")
 
 	// An abort below the watermark keeps its claim: it is what refuses a late commit.

@@ -155,8 +155,7 @@ func TestRoundCommitCollectsSettledClaims(t *testing.T) {
 	seal(t, s, row("b", 2))
 
 	cancelled := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-a/2", MaxGenerations: intPtr(1)})
-	ar := mustAbort(ctx, t, s, cancelled)
-	require.False(t, ar.CommitPresent)
+	require.False(t, mustAbort(ctx, t, s, cancelled).CommitPresent)
 	require.True(t, claimExists(t, s, cancelled), "an open range keeps its abort claim")
 
 	next := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-b/2", MaxGenerations: intPtr(2)})

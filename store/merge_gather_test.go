@@ -85,8 +85,7 @@ func TestMergeReadsKeepThePrefixWhateverTheReadOrder(t *testing.T) {
 		}
 		seal(t, s, rs...)
 	}
-	sm := mustLoadShard(ctx, t, s, db.shard)
-	gens := sm.PendingAbove(0)
+	gens := mustLoadShard(ctx, t, s, db.shard).PendingAbove(0)
 	require.Len(t, gens, 3)
 	db.bucket = db.bucket.WithFaults(objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
 		if op == objstore.OpGet && key == gens[0].Path {

@@ -49,8 +49,7 @@ func TestCommitLockHoldIsIndependentOfMergeSize(t *testing.T) {
 					}
 				}
 				flush(t, s)
-				p := mustPrepare(ctx, t, s, PrepareParams{})
-				res, err := s.CommitRound(ctx, []*PreparedMerge{p})
+				res, err := s.CommitRound(ctx, []*PreparedMerge{mustPrepare(ctx, t, s, PrepareParams{})})
 				require.NoError(t, err)
 				require.Equal(t, RoundCommitted, res.Shards[0].Outcome)
 				holds = append(holds, res.LockHold)

@@ -52,19 +52,11 @@ type roundFixture struct {
 
 func newRoundFixture(t *testing.T, url string, shards, gens int) *roundFixture {
 	t.Helper()
-	f := &roundFixture{url: url}
-	for i := 0; i < shards; i++ {
-		db := openTestDB(t, url, fmt.Sprintf("w%d", i))
-		var s *Store
-		if i == 0 {
-			s = createGeneric(t, db, "round", false)
-		} else {
-			s = openGeneric(t, db, "round")
-		}
+	f := &roundFixture{url: url, writers: shardStores(t, url, "round", shards)}
+	for i, s := range f.writers {
 		for g := 0; g < gens; g++ {
 			seal(t, s, row(fmt.Sprintf("s%d-g%d", i, g), int64(g)), row("shared", int64(100*i+g)))
 		}
-		f.writers = append(f.writers, s)
 	}
 	cdb := openTestDB(t, url, "committer")
 	cdb.bucket = cdb.bucket.WithFaults(objstore.FaultFuncs{
@@ -145,9 +137,7 @@ func (f *roundFixture) requireConverged(t *testing.T) {
 		require.Empty(t, listedGens(t, s, w.db.Shard()))
 		require.Empty(t, genFilesOnDisk(t, s, w.db.Shard()))
 	}
-	objs, err := s.db.bucket.List(ctx, dataPrefix(s.target))
-	require.NoError(t, err)
-	require.Len(t, objs, len(base.Runs), "no staged file left behind")
+	require.Len(t, listKeys(t, s.db.bucket, dataPrefix(s.target)), len(base.Runs), "no staged file left behind")
 	claims, err := s.db.bucket.List(ctx, storePrefix(s.target))
 	require.NoError(t, err)
 	for _, o := range claims {
@@ -156,8 +146,7 @@ func (f *roundFixture) requireConverged(t *testing.T) {
 		}
 		// Only abort claims of attempts aborted below the watermark stay: they are what
 		// stops a late commit of that attempt (dropClaim).
-		raw, err := s.db.bucket.Get(ctx, o.Key)
-		require.NoError(t, err)
+		raw := getObject(t, s.db.bucket, o.Key)
 		var c manifest.AttemptClaim
 		require.NoError(t, json.Unmarshal(raw, &c))
 		require.Equal(t, "abort", c.State, "no commit claim left behind: %s", o.Key)
@@ -190,9 +179,7 @@ func TestCommitRoundPublishesSeveralShardsInOneVersion(t *testing.T) {
 			ctx := context.Background()
 			f := newRoundFixture(t, url, 5, 3)
 			ps := f.prepareAll(t, "wf/round-1")
-			before, err := f.committer.db.bucket.List(ctx, demandShardPrefix(f.committer.target, f.writers[0].db.Shard()))
-			require.NoError(t, err)
-			require.NotEmpty(t, before, "the seals wrote demand records")
+			require.NotEmpty(t, listKeys(t, f.committer.db.bucket, demandShardPrefix(f.committer.target, f.writers[0].db.Shard())), "the seals wrote demand records")
 
 			res, err := f.committer.CommitRound(ctx, ps)
 			require.NoError(t, err)
@@ -370,8 +357,7 @@ func TestCommitRoundCompensationCrash(t *testing.T) {
 	require.False(t, onStorage(t, f.committer.db.bucket, ps[1].Staged[0].Path), "collected by the round that covered its range")
 	require.Equal(t, f.want, allRows(t, f.writers[0], SourceAll))
 
-	ar := mustAbort(ctx, t, f.committer, ps[1])
-	require.Equal(t, 1, ar.Deleted)
+	require.Equal(t, 1, mustAbort(ctx, t, f.committer, ps[1]).Deleted)
 	_, err = f.writers[0].MergeAll(ctx)
 	require.NoError(t, err)
 	f.requireConverged(t)
@@ -395,8 +381,7 @@ func TestCommitRoundRejectsBadInput(t *testing.T) {
 	bad.Staged = []StagedFile{{Path: "elsewhere/x.parquet"}}
 	_, err = f.committer.CommitRound(ctx, []*PreparedMerge{ps[0], &bad})
 	require.ErrorIs(t, err, ErrInvalidInput)
-	base := mustLoadBase(ctx, t, f.committer)
-	require.Zero(t, base.Version, "bad input writes nothing")
+	require.Zero(t, mustLoadBase(ctx, t, f.committer).Version, "bad input writes nothing")
 	require.False(t, claimExists(t, f.committer, ps[0]))
 }
 
@@ -484,9 +469,7 @@ func TestFindingRoundCommitCutAfterItsPublishStillFinishes(t *testing.T) {
 	for _, p := range ps {
 		require.Empty(t, listedGens(t, f.committer, p.Shard), "shard %s is drained", p.Shard)
 		require.Empty(t, genFilesOnDisk(t, f.committer, p.Shard), "shard %s's merged generations are deleted", p.Shard)
-		objs, err := f.committer.db.bucket.List(ctx, claimPrefix(f.committer.target, p.Shard))
-		require.NoError(t, err)
-		require.Empty(t, objs, "shard %s's claim is dropped", p.Shard)
+		require.Empty(t, listKeys(t, f.committer.db.bucket, claimPrefix(f.committer.target, p.Shard)), "shard %s's claim is dropped", p.Shard)
 	}
 	require.Equal(t, f.want, allRows(t, f.writers[0], SourceAll))
 }

@@ -18,11 +18,9 @@ func TestRepairFinishesAnInterruptedCommit(t *testing.T) {
 		seal(t, s, row(fmt.Sprintf("k%d", i), int64(i)))
 	}
 	want := allRows(t, s, SourceAll)
-	p := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "wf/1"})
-	publishOnly(t, s, p)
+	publishOnly(t, s, mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "wf/1"}))
 
-	again := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "wf/2"})
-	require.Nil(t, again, "nothing above the watermark")
+	require.Nil(t, mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "wf/2"}), "nothing above the watermark")
 	require.Len(t, genFilesOnDisk(t, s, db.Shard()), 3, "Prepare repairs nothing")
 
 	res, err := s.Repair(ctx, RepairParams{})

@@ -60,8 +60,7 @@ func requireCompactCorrupt(t *testing.T, s *Store) {
 func editBase(t *testing.T, s *Store, edit func(*manifest.Base)) {
 	t.Helper()
 	ctx := context.Background()
-	base := mustLoadBase(ctx, t, s)
-	next := base.Next("test")
+	next := mustLoadBase(ctx, t, s).Next("test")
 	edit(next)
 	require.NoError(t, s.publishBase(ctx, next))
 }
@@ -109,8 +108,7 @@ func TestWALObjectWithoutHeaderIsCorrupt(t *testing.T) {
 			require.NoError(t, err)
 			require.NotEmpty(t, positions)
 			key := walKey(s.target, db.Shard(), positions[len(positions)-1])
-			framed, err := db.bucket.Get(ctx, key)
-			require.NoError(t, err)
+			framed := getObject(t, db.bucket, key)
 			require.True(t, bytes.HasPrefix(framed, []byte(walFrameMagic)), "every WAL object walkeeper writes has the header")
 			require.NoError(t, db.bucket.Put(ctx, key, framed[walFrameHeader:])) // a bare IPC file
 
@@ -182,14 +180,11 @@ func TestGenerationFilesFitTheirReadLimit(t *testing.T) {
 					batch[r] = Row{Key: vals[0].(string), Values: vals}
 				}
 				seal(t, s, batch...)
-				sm := mustLoadShard(ctx, t, s, db.Shard())
-				g := sm.Flushed[0]
-				data, err := db.bucket.Get(ctx, g.Path)
-				require.NoError(t, err)
+				g := mustLoadShard(ctx, t, s, db.Shard()).Flushed[0]
+				data := getObject(t, db.bucket, g.Path)
 				require.LessOrEqual(t, int64(len(data)), s.genFileLimit(g.Bytes),
 					"file %d bytes, record %d bytes", len(data), g.Bytes)
-				_, err = s.Get(ctx, "k0000")
-				require.NoError(t, err)
+				mustGet(ctx, t, s, "k0000")
 			})
 		}
 	}

@@ -40,8 +40,7 @@ func TestFindingOversizedStoreMetaAndClaimAreRefused(t *testing.T) {
 	require.ErrorIs(t, err, ErrCorrupt)
 
 	metaKey := storeMetaKey(s.Target())
-	meta, err := w.bucket.Get(ctx, metaKey)
-	require.NoError(t, err)
+	meta := getObject(t, w.bucket, metaKey)
 	require.NoError(t, w.bucket.Put(ctx, metaKey, padded(string(meta), maxStoreMetaBytes+1)))
 	_, err = openTestDB(t, url, "r").Open(ctx, s.Target())
 	require.ErrorIs(t, err, ErrCorrupt)

@@ -48,8 +48,7 @@ func TestPendingMaxBoundsEveryWrite(t *testing.T) {
 		}
 		wg.Wait()
 		require.Equal(t, 16, refused)
-		st := mustStats(ctx, t, s)
-		require.Equal(t, limit, st.TotalPending(), "the writers stop exactly at the limit")
+		require.Equal(t, limit, mustStats(ctx, t, s).TotalPending(), "the writers stop exactly at the limit")
 		require.Equal(t, limit, s.OwnPending())
 		require.ErrorIs(t, s.Delete(ctx, "g00-000"), ErrTooManyPending)
 		_, err := s.List(ctx, ListOptions{})
@@ -87,9 +86,7 @@ func TestPendingMaxBoundsEveryWrite(t *testing.T) {
 		res := flush(t, s)
 		require.False(t, res.Sealed)
 		require.Equal(t, 1, res.Pending)
-		got, err := s.Get(ctx, "b")
-		require.NoError(t, err)
-		require.Equal(t, int64(1), got["n"])
+		require.Equal(t, int64(1), mustGet(ctx, t, s, "b")["n"])
 		db.opts.PendingMax = limit
 		require.True(t, flush(t, s).Sealed)
 	})

@@ -82,9 +82,7 @@ func TestQuarantineDamagedRunUnblocksReadsAndCompaction(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "run", res.Kind)
 	require.Equal(t, map[string]int64{"a": 1, "c": 3}, allRows(t, s, SourceBase))
-	cr, err := s.CompactBase(ctx, CompactParams{MaxRuns: -1})
-	require.NoError(t, err)
-	require.True(t, cr.Committed)
+	require.True(t, mustCompact(ctx, t, s, CompactParams{MaxRuns: -1}).Committed)
 	require.Equal(t, map[string]int64{"a": 1, "c": 3}, allRows(t, s, SourceBase))
 	st := mustStats(ctx, t, s)
 	require.Equal(t, 1, st.Quarantined)
@@ -108,8 +106,7 @@ func TestLateMergeStepsKeepAQuarantinedRun(t *testing.T) {
 			_, err = s.Quarantine(ctx, p.Staged[0].Path, "operator: bad disk")
 			require.NoError(t, err)
 			if late == "abort" {
-				res := mustAbort(ctx, t, s, p)
-				require.True(t, res.CommitPresent)
+				require.True(t, mustAbort(ctx, t, s, p).CommitPresent)
 			} else {
 				_, err = s.CommitRound(ctx, []*PreparedMerge{p})
 				require.NoError(t, err)

@@ -64,16 +64,13 @@ func testBoundedReads(t *testing.T, cacheBytes int64) {
 			o.CacheBytes = cacheBytes
 		}
 	})
-	st := mustStats(ctx, t, s)
-	require.Greater(t, st.Shards[0].PendingGenerations, readFanIn, "more generations than one group")
+	require.Greater(t, mustStats(ctx, t, s).Shards[0].PendingGenerations, readFanIn, "more generations than one group")
 
 	for _, limit := range []int{1, 7, 100, 10000} {
 		require.Equal(t, want, listInKeyOrder(t, s, limit), "limit %d", limit)
 	}
 	for k, n := range want {
-		r, err := s.Get(ctx, k)
-		require.NoError(t, err)
-		require.Equal(t, n, r["n"], k)
+		require.Equal(t, n, mustGet(ctx, t, s, k)["n"], k)
 	}
 	_, err := s.Get(ctx, "k9999")
 	require.ErrorIs(t, err, ErrNotFound)

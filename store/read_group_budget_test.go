@@ -259,8 +259,7 @@ func checkRetrySlackIsKeptForTheCachedRun(t *testing.T, url string) {
 	db.cache.forget(run.path)
 
 	// The extra a retry is given: what the run's footer says its decode holds beyond its charge.
-	data, err := db.bucket.Get(ctx, run.path)
-	require.NoError(t, err)
+	data := getObject(t, db.bucket, run.path)
 	var decoded int64
 	errFooter := errors.New("footer read")
 	_, err = decodeParquetAdmitted(ctx, data, s.codec, "run", func(d int64) error { decoded = d; return errFooter })

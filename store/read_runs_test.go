@@ -53,9 +53,7 @@ func TestGetFromRunsPagedByRowGroups(t *testing.T) {
 	mustMergeAll(ctx, t, s)
 	base := mustLoadBase(ctx, t, s)
 	require.GreaterOrEqual(t, len(base.Runs), 2)
-	data, err := db.bucket.Get(ctx, base.Runs[0].Path)
-	require.NoError(t, err)
-	r, err := openRunBatches(ctx, nil, data, s.codec, "run")
+	r, err := openRunBatches(ctx, nil, getObject(t, db.bucket, base.Runs[0].Path), s.codec, "run")
 	require.NoError(t, err)
 	require.Greater(t, r.pf.NumRowGroups(), 1, "the run must have several row groups to pick from")
 	r.close()
@@ -129,9 +127,7 @@ func TestFindingCompressibleRunIsStreamedNotDecodedWholeOnEveryRead(t *testing.T
 	})
 	s, run := compressibleRun(t, db, "compressible")
 	require.True(t, db.cache.keeps(run.Bytes), "the object alone is one the cache keeps")
-	data, err := db.bucket.Get(ctx, run.Path)
-	require.NoError(t, err)
-	whole, err := decodeParquet(ctx, data, s.codec, "run")
+	whole, err := decodeParquet(ctx, getObject(t, db.bucket, run.Path), s.codec, "run")
 	require.NoError(t, err)
 	require.False(t, db.cache.keeps(whole.bytes), "decoded, the run is one the cache does not keep")
 
@@ -139,8 +135,7 @@ func TestFindingCompressibleRunIsStreamedNotDecodedWholeOnEveryRead(t *testing.T
 	runtime.ReadMemStats(&before)
 	for i := 0; i < 4; i++ {
 		k := fmt.Sprintf("k%06d", i*2000+7)
-		got, err := s.Get(ctx, k)
-		require.NoError(t, err)
+		got := mustGet(ctx, t, s, k)
 		require.Equal(t, k, got["id"])
 		require.Equal(t, compressiblePad, got["s"])
 	}
@@ -178,9 +173,7 @@ func TestFindingRunDecodedThroughTheCacheIsChargedItsRows(t *testing.T) {
 	require.Nil(t, db.cache.peek(run.Path))
 	held.Release()
 
-	got, err := s.Get(ctx, "k000100")
-	require.NoError(t, err)
-	require.Equal(t, "k000100", got["id"])
+	require.Equal(t, "k000100", mustGet(ctx, t, s, "k000100")["id"])
 	require.NotNil(t, db.cache.peek(run.Path), "decoded once, the run is the cache's")
 	page, err := s.List(ctx, ListOptions{Limit: 2, After: "k008997"})
 	require.NoError(t, err)

@@ -27,20 +27,17 @@ func TestReleaseRepairedRun(t *testing.T) {
 	base := mustLoadBase(ctx, t, s)
 	require.Len(t, base.Runs, 3)
 	bad, other := base.Runs[1].Path, base.Runs[2].Path
-	intact, err := db.bucket.Get(ctx, bad)
-	require.NoError(t, err)
-	otherRun, err := db.bucket.Get(ctx, other)
-	require.NoError(t, err)
+	intact := getObject(t, db.bucket, bad)
+	otherRun := getObject(t, db.bucket, other)
 	require.NoError(t, db.bucket.Put(ctx, bad, []byte("garbage")))
 	db.cache.clear()
-	_, err = s.Quarantine(ctx, bad, "disk returned garbage")
+	_, err := s.Quarantine(ctx, bad, "disk returned garbage")
 	require.NoError(t, err)
 
 	require.NoError(t, s.Delete(ctx, "x"))
 	flush(t, s)
 	mustMergeAll(ctx, t, s)
-	_, err = s.CompactBase(ctx, CompactParams{MaxRuns: -1})
-	require.NoError(t, err)
+	mustCompact(ctx, t, s, CompactParams{MaxRuns: -1})
 
 	version := func() uint64 {
 		return mustLoadBase(ctx, t, s).Version
@@ -61,13 +58,11 @@ func TestReleaseRepairedRun(t *testing.T) {
 	require.EqualValues(t, 2, res.Rows)
 	require.Equal(t, v+1, res.ManifestVersion)
 	require.Equal(t, map[string]int64{"a": 1, "b": 2, "c": 3}, allRows(t, s, SourceBase), "x stays deleted")
-	st := mustStats(ctx, t, s)
-	require.Zero(t, st.Quarantined)
+	require.Zero(t, mustStats(ctx, t, s).Quarantined)
 	again, err := s.Release(ctx, bad)
 	require.NoError(t, err)
 	require.True(t, again.NotQuarantined)
-	cr, err := s.CompactBase(ctx, CompactParams{MaxRuns: -1})
-	require.NoError(t, err)
+	cr := mustCompact(ctx, t, s, CompactParams{MaxRuns: -1})
 	require.True(t, cr.Committed, "the released run compacts like any other")
 	require.Equal(t, map[string]int64{"a": 1, "b": 2, "c": 3}, allRows(t, s, SourceBase))
 }
@@ -85,8 +80,7 @@ func TestReleaseRepairedWALObject(t *testing.T) {
 	require.NoError(t, err)
 	appendRows(t, s, row("c", 3))
 	shardVersion := func() uint64 {
-		m := mustLoadShard(ctx, t, s, db.Shard())
-		return m.Version
+		return mustLoadShard(ctx, t, s, db.Shard()).Version
 	}
 	v := shardVersion()
 	_, err = s.Release(ctx, key)
@@ -148,8 +142,7 @@ func TestFindingHugeStrayObjectAtAQuarantinedRunIsRefusedUnderAMemoryLimit(t *te
 	ctx := context.Background()
 	dir := t.TempDir()
 	db, s, run := quarantinedRun(t, "file://"+dir, "stray", row("a", 1), row("b", 2))
-	intact, err := db.bucket.Get(ctx, run.Path)
-	require.NoError(t, err)
+	intact := getObject(t, db.bucket, run.Path)
 	f, err := os.Create(filepath.Join(dir, filepath.FromSlash(run.Path)))
 	require.NoError(t, err)
 	require.NoError(t, f.Truncate(16<<30)) // sparse: no disk, all of it read only if asked for
@@ -180,8 +173,7 @@ func TestReleaseRefusesARunLongerThanTheMergeBudget(t *testing.T) {
 	_, err := small.Release(ctx, run.Path)
 	require.ErrorIs(t, err, ErrCorrupt)
 	require.ErrorContains(t, err, "longer than")
-	after := mustLoadBase(ctx, t, s)
-	require.Equal(t, base.Version, after.Version, "a refused release publishes nothing")
+	require.Equal(t, base.Version, mustLoadBase(ctx, t, s).Version, "a refused release publishes nothing")
 
 	fits := openGeneric(t, openTestDB(t, root, "w3", func(o *Options) { o.Budget = NewBudget(run.Bytes) }), "budget")
 	_, err = fits.Release(ctx, run.Path)
@@ -213,9 +205,7 @@ func TestReleasedRunReadInBatchesGetsItsEntryBack(t *testing.T) {
 	_, err := s.Quarantine(ctx, want.Path, "set aside by the test")
 	require.NoError(t, err)
 
-	data, err := db.bucket.Get(ctx, want.Path)
-	require.NoError(t, err)
-	rb, err := openRunBatches(ctx, nil, data, s.codec, "run")
+	rb, err := openRunBatches(ctx, nil, getObject(t, db.bucket, want.Path), s.codec, "run")
 	require.NoError(t, err)
 	require.Less(t, rb.batchRows, int64(n), "the run is read in more than one batch")
 	rb.close()

@@ -160,8 +160,7 @@ func TestIdleStoreIsSealedEvictedAndReopened(t *testing.T) {
 	ctx := context.Background()
 	url := backends(t)["mem"]
 	clock := newFakeClock()
-	reg := prometheus.NewRegistry()
-	m := NewMetrics(reg, nil)
+	m := NewMetrics(prometheus.NewRegistry(), nil)
 	db := openTestDB(t, url, "w1", withClock(clock), withMetrics(m), func(o *Options) { o.ResidentIdle = time.Hour })
 	idle := createGeneric(t, db, "idle", false)
 	busy := createGeneric(t, db, "busy", false)
@@ -180,9 +179,7 @@ func TestIdleStoreIsSealedEvictedAndReopened(t *testing.T) {
 
 	// The memtable was sealed into a generation and its WAL deleted: another process sees
 	// the rows, and nothing is left to replay.
-	wal, err := db.Bucket().List(ctx, walPrefix(idle.Target(), db.Shard()))
-	require.NoError(t, err)
-	require.Empty(t, wal)
+	require.Empty(t, listKeys(t, db.Bucket(), walPrefix(idle.Target(), db.Shard())))
 	other := openGeneric(t, openTestDB(t, url, "w2"), "idle")
 	require.Equal(t, map[string]int64{"a": 1, "b": 2}, allRows(t, other, SourceAll))
 
@@ -205,8 +202,7 @@ func TestIdleStoreIsSealedEvictedAndReopened(t *testing.T) {
 func TestOpenBeyondMaxEvictsLeastRecentlyUsed(t *testing.T) {
 	url := backends(t)["mem"]
 	clock := newFakeClock()
-	reg := prometheus.NewRegistry()
-	m := NewMetrics(reg, nil)
+	m := NewMetrics(prometheus.NewRegistry(), nil)
 	db := openTestDB(t, url, "w1", withClock(clock), withMetrics(m), func(o *Options) { o.ResidentStoresMax = 3 })
 	for i := range 5 {
 		clock.Advance(time.Second)
@@ -269,8 +265,7 @@ func testEvictionRaces(t *testing.T, merges bool) {
 	ctx := context.Background()
 	url := backends(t)["mem"]
 	base := settledCommitters()
-	reg := prometheus.NewRegistry()
-	m := NewMetrics(reg, nil)
+	m := NewMetrics(prometheus.NewRegistry(), nil)
 	db := openTestDB(t, url, "w1", withMetrics(m), func(o *Options) {
 		o.ResidentStoresMax = 2
 		o.ResidentIdle = time.Millisecond
@@ -403,9 +398,7 @@ func testEvictionRaces(t *testing.T, merges bool) {
 		want := acked[name]
 		total += len(want)
 		require.Equal(t, want, allRows(t, openGeneric(t, other, name), SourceAll), name)
-		wal, err := db.Bucket().List(ctx, walPrefix(Target{Kind: KindGeneric, Name: name}, db.Shard()))
-		require.NoError(t, err)
-		require.Empty(t, wal, "%s has unsealed WAL", name)
+		require.Empty(t, listKeys(t, db.Bucket(), walPrefix(Target{Kind: KindGeneric, Name: name}, db.Shard())), "%s has unsealed WAL", name)
 		if merges {
 			continue
 		}
@@ -659,10 +652,7 @@ func TestFindingReleaseDuringEvictionLeavesNoRowUnread(t *testing.T) {
 
 			if fencer != "release" {
 				require.Equal(t, 1.0, evictions("evicted"), "the new owner replays the WAL: the eviction is done")
-				epoch := func() uint64 {
-					sm := mustLoadShard(ctx, t, owner, db.Shard())
-					return sm.WriterEpoch
-				}
+				epoch := func() uint64 { return mustLoadShard(ctx, t, owner, db.Shard()).WriterEpoch }
 				before := epoch()
 				createGeneric(t, db, "third", false)
 				require.Equal(t, before, epoch(), "the evicting process does not claim the shard back")
@@ -678,9 +668,7 @@ func TestFindingReleaseDuringEvictionLeavesNoRowUnread(t *testing.T) {
 			createGeneric(t, db, "third", false) // evicts the others: the dead writer's WAL is replayed and sealed first
 			require.Equal(t, []string{"third"}, residentNames(db))
 			require.Equal(t, 1.0, evictions("failed"))
-			wal, err := db.Bucket().List(ctx, walPrefix(s.Target(), db.Shard()))
-			require.NoError(t, err)
-			require.Empty(t, wal, "every WAL object is sealed and deleted")
+			require.Empty(t, listKeys(t, db.Bucket(), walPrefix(s.Target(), db.Shard())), "every WAL object is sealed and deleted")
 			reader := openGeneric(t, openTestDB(t, url, "r"), "evicted")
 			require.Equal(t, map[string]int64{"a": 1, "late": 2}, allRows(t, reader, SourceAll), "and sealed for every reader")
 		})
@@ -728,10 +716,7 @@ func TestFindingDeadWriterIsNotClaimedFromItsNewOwner(t *testing.T) {
 			_, err := s.Flush(ctx)
 			require.ErrorIs(t, err, ErrFenced, "the seal finds the new owner's epoch: the writer is dead")
 			require.True(t, s.HoldsOrphanedRows(), "not known yet whether anybody replays its rows")
-			epoch := func() uint64 {
-				sm := mustLoadShard(ctx, t, owner, db.Shard())
-				return sm.WriterEpoch
-			}
+			epoch := func() uint64 { return mustLoadShard(ctx, t, owner, db.Shard()).WriterEpoch }
 			before := epoch()
 
 			if by == "sweeper" {

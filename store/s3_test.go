@@ -6,7 +6,6 @@ import (
 	"os"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -90,78 +89,6 @@ func TestS3PrefixIsolatesRoots(t *testing.T) {
 	}
 }
 
-// TestS3RacingCommittersFromManyShardsAllLand: 8 writers (shards) each prepare a merge, then
-// all commit at the same moment to one base table. Every commit must land exactly once: the
-// losers of each put-if-absent round reload and rebase, so the base ends at version 8 with
-// 8 runs, every watermark set, and every row readable from a fresh process.
-func TestS3RacingCommittersFromManyShardsAllLand(t *testing.T) {
-	ctx := context.Background()
-	url := s3URL(t)
-	const shards = 8
-	stores := make([]*Store, shards)
-	dbs := make([]*DB, shards)
-	for i := range stores {
-		dbs[i] = openTestDB(t, url, fmt.Sprintf("w%d", i))
-		if i == 0 {
-			stores[i] = createGeneric(t, dbs[i], "race", false)
-		} else {
-			stores[i] = openGeneric(t, dbs[i], "race")
-		}
-		for g := 0; g < 3; g++ {
-			appendRows(t, stores[i], row(fmt.Sprintf("s%d-g%d", i, g), int64(i*10+g)))
-			flush(t, stores[i])
-		}
-	}
-	prepared := make([]*PreparedMerge, shards)
-	for i, s := range stores {
-		p := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: fmt.Sprintf("race-%d", i)})
-		require.NotNil(t, p)
-		prepared[i] = p
-	}
-	start := make(chan struct{})
-	errs := make([]error, shards)
-	results := make([]RoundShardResult, shards)
-	var wg sync.WaitGroup
-	for i, s := range stores {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			results[i], errs[i] = commitOne(ctx, s, prepared[i])
-		}()
-	}
-	close(start)
-	wg.Wait()
-	versions := map[uint64]bool{}
-	for i, err := range errs {
-		require.NoError(t, err, "shard %d", i)
-		require.Equal(t, RoundCommitted, results[i].Outcome)
-		require.False(t, versions[results[i].BaseVersion], "two commits published version %d", results[i].BaseVersion)
-		versions[results[i].BaseVersion] = true
-	}
-	base, err := stores[0].loadBase(ctx)
-	require.NoError(t, err)
-	require.EqualValues(t, shards, base.Version, "one base version per merge, none lost")
-	require.Len(t, base.Runs, shards)
-	for i := range stores {
-		require.EqualValues(t, 3, base.Watermarks[dbs[i].Shard()], "shard %d", i)
-	}
-
-	want := map[string]int64{}
-	for i := 0; i < shards; i++ {
-		for g := 0; g < 3; g++ {
-			want[fmt.Sprintf("s%d-g%d", i, g)] = int64(i*10 + g)
-		}
-	}
-	reader := openGeneric(t, openTestDB(t, url, "reader"), "race")
-	require.Equal(t, want, allRows(t, reader, SourceBase))
-	require.Equal(t, want, allRows(t, reader, SourceAll))
-	require.Empty(t, allRows(t, reader, SourceWAL))
-	for i := range stores {
-		require.Equal(t, 0, pendingOf(t, reader, dbs[i].Shard()))
-	}
-}
-
 // TestS3AppendFlushMergeReadRoundTrip: the whole store life cycle on S3 — create, append from
 // two shards, overwrite and delete across shards, seal, read before and after merge from a
 // third process, compact, reopen — and the object layout docs/FORMAT.md promises.
@@ -196,26 +123,19 @@ func TestS3AppendFlushMergeReadRoundTrip(t *testing.T) {
 	reader := openGeneric(t, openTestDB(t, url, "reader"), "rt")
 	require.Equal(t, want, allRows(t, reader, SourceAll), "before merge")
 	require.Empty(t, allRows(t, reader, SourceBase))
-	st := mustStats(ctx, t, reader)
-	require.Len(t, st.Shards, 2)
+	require.Len(t, mustStats(ctx, t, reader).Shards, 2)
 
 	// Any handle merges every shard (MergeAll visits all pending shards): 5 + 1 generations.
-	n1, err := s1.MergeAll(ctx)
-	require.NoError(t, err)
-	n2, err := s2.MergeAll(ctx)
-	require.NoError(t, err)
-	require.Equal(t, 6, n1+n2)
+	n1 := mustMergeAll(ctx, t, s1)
+	require.Equal(t, 6, n1+mustMergeAll(ctx, t, s2))
 	require.Equal(t, want, allRows(t, reader, SourceAll), "after merge")
 	require.Equal(t, want, allRows(t, reader, SourceBase))
 	require.Empty(t, allRows(t, reader, SourceWAL))
-	got, err := reader.Get(ctx, "k05")
-	require.NoError(t, err)
-	require.EqualValues(t, 500, toInt64(got["n"]))
-	_, err = reader.Get(ctx, "k07")
+	require.EqualValues(t, 500, toInt64(mustGet(ctx, t, reader, "k05")["n"]))
+	_, err := reader.Get(ctx, "k07")
 	require.ErrorIs(t, err, ErrNotFound)
 
-	res, err := s1.CompactBase(ctx, CompactParams{})
-	require.NoError(t, err)
+	res := mustCompact(ctx, t, s1, CompactParams{})
 	require.True(t, res.Committed, "%+v", res)
 	require.Equal(t, want, allRows(t, reader, SourceBase), "after compaction")
 

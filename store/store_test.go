@@ -36,7 +36,7 @@ func backends(t *testing.T) map[string]string {
 	}
 }
 
-func openTestDB(t *testing.T, url, instance string, tweak ...func(*Options)) *DB {
+func openTestDB(t testing.TB, url, instance string, tweak ...func(*Options)) *DB {
 	t.Helper()
 	opts := DefaultOptions()
 	opts.InstanceID = instance
@@ -49,7 +49,7 @@ func openTestDB(t *testing.T, url, instance string, tweak ...func(*Options)) *DB
 	return db
 }
 
-func createGeneric(t *testing.T, db *DB, name string, seal bool) *Store {
+func createGeneric(t testing.TB, db *DB, name string, seal bool) *Store {
 	t.Helper()
 	s, err := db.Create(context.Background(), Target{Kind: KindGeneric, Name: name}, CreateOptions{Schema: &testSchema, SealOnAppend: &seal})
 	require.NoError(t, err)
@@ -62,6 +62,17 @@ func newGenericStore(t *testing.T, url, name string, tweak ...func(*Options)) (*
 	t.Helper()
 	db := openTestDB(t, url, "w1", tweak...)
 	return db, createGeneric(t, db, name, false)
+}
+
+// shardStores opens n DBs on url, instances w0..w<n-1>, as one writer process per shard, and
+// the generic store name in each: created by the first, opened by the others.
+func shardStores(t *testing.T, url, name string, n int, tweak ...func(*Options)) []*Store {
+	t.Helper()
+	stores := []*Store{createGeneric(t, openTestDB(t, url, "w0", tweak...), name, false)}
+	for i := 1; i < n; i++ {
+		stores = append(stores, openGeneric(t, openTestDB(t, url, fmt.Sprintf("w%d", i), tweak...), name))
+	}
+	return stores
 }
 
 // twoPrepares creates the generic store name on a fresh file:// DB, seals four generations
@@ -96,7 +107,7 @@ func failOn(err error, match func(op, key string) bool) objstore.FaultFuncs {
 	}}
 }
 
-func openGeneric(t *testing.T, db *DB, name string) *Store {
+func openGeneric(t testing.TB, db *DB, name string) *Store {
 	t.Helper()
 	s, err := db.Open(context.Background(), Target{Kind: KindGeneric, Name: name})
 	require.NoError(t, err)
@@ -106,7 +117,7 @@ func openGeneric(t *testing.T, db *DB, name string) *Store {
 func row(id string, n int64) Row { return Row{Key: id, Values: []any{id, n, nil}} }
 
 // appendRows appends rows, in as few appends as Options.MaxAppendRows allows.
-func appendRows(t *testing.T, s *Store, rows ...Row) {
+func appendRows(t testing.TB, s *Store, rows ...Row) {
 	t.Helper()
 	per := len(rows)
 	if m := s.db.opts.MaxAppendRows; m > 0 {
@@ -132,7 +143,7 @@ func deleteKeys(t *testing.T, s *Store, keys ...string) {
 	require.NoError(t, err)
 }
 
-func flush(t *testing.T, s *Store) FlushResult {
+func flush(t testing.TB, s *Store) FlushResult {
 	t.Helper()
 	res, err := s.Flush(context.Background())
 	require.NoError(t, err)
@@ -140,7 +151,7 @@ func flush(t *testing.T, s *Store) FlushResult {
 }
 
 // seal appends rows to s and seals them into one generation.
-func seal(t *testing.T, s *Store, rows ...Row) {
+func seal(t testing.TB, s *Store, rows ...Row) {
 	t.Helper()
 	appendRows(t, s, rows...)
 	flush(t, s)
@@ -232,14 +243,12 @@ func TestAppendFlushReadMergeOnEveryBackend(t *testing.T) {
 			db, s := newGenericStore(t, url, "basic")
 			appendRows(t, s, row("a", 1), row("b", 2))
 			// Visible to its own process before the seal.
-			got, err := s.Get(ctx, "a")
-			require.NoError(t, err)
-			require.EqualValues(t, 1, toInt64(got["n"]))
+			require.EqualValues(t, 1, toInt64(mustGet(ctx, t, s, "a")["n"]))
 
 			// Not visible to another process until sealed.
 			other := openTestDB(t, url, "reader")
 			so := openGeneric(t, other, "basic")
-			_, err = so.Get(ctx, "a")
+			_, err := so.Get(ctx, "a")
 			require.ErrorIs(t, err, ErrNotFound)
 
 			res := flush(t, s)
@@ -249,9 +258,7 @@ func TestAppendFlushReadMergeOnEveryBackend(t *testing.T) {
 			require.Equal(t, map[string]int64{"a": 1, "b": 2}, allRows(t, so, SourceWAL))
 			require.Empty(t, allRows(t, so, SourceBase))
 
-			n, err := s.MergeAll(ctx)
-			require.NoError(t, err)
-			require.Equal(t, 1, n)
+			require.Equal(t, 1, mustMergeAll(ctx, t, s))
 			require.Equal(t, map[string]int64{"a": 1, "b": 2}, allRows(t, so, SourceBase))
 			require.Empty(t, allRows(t, so, SourceWAL))
 			require.Equal(t, 0, pendingOf(t, so, db.Shard()))
@@ -286,25 +293,8 @@ func TestMergedGenerationFilesAreDeleted(t *testing.T) {
 	}
 }
 
-// Story D: a pass is bounded and leftovers survive: 10 generations, cap 3 → 3,3,3,1.
-func TestMergePassIsBoundedAndLeftoversSurvive(t *testing.T) {
-	ctx := context.Background()
-	db, s := newGenericStore(t, "file://"+t.TempDir(), "bounded", func(o *Options) { o.MergeMaxGenerations = 3 })
-	sealGenerations(t, s, 10)
-	var passes []int
-	for pendingOf(t, s, db.Shard()) > 0 {
-		before := pendingOf(t, s, db.Shard())
-		res, err := s.MergeOnce(ctx, "")
-		require.NoError(t, err)
-		passes = append(passes, res.Reclaimed)
-		require.Equal(t, before-res.Reclaimed, pendingOf(t, s, db.Shard()))
-		require.Len(t, allRows(t, s, SourceAll), 10, "nothing lost mid-way")
-		require.Equal(t, listedGens(t, s, db.Shard()), genFilesOnDisk(t, s, db.Shard()))
-	}
-	require.Equal(t, []int{3, 3, 3, 1}, passes)
-}
-
-// Story E: byte cap vs count cap; oversized first generation merges whole.
+// A merge pass is bounded by its byte cap or its generation cap, whichever binds first; an
+// oversized first generation merges whole; the leftovers of a pass survive it and stay readable.
 func TestMergeCaps(t *testing.T) {
 	blob := strings.Repeat("x", 256<<10) // each generation ≈ 256 KiB in memory
 	cases := []struct {
@@ -332,9 +322,12 @@ func TestMergeCaps(t *testing.T) {
 			}
 			var passes []int
 			for pendingOf(t, s, db.Shard()) > 0 {
+				before := pendingOf(t, s, db.Shard())
 				res, err := s.MergeOnce(ctx, "")
 				require.NoError(t, err)
 				passes = append(passes, res.Reclaimed)
+				require.Equal(t, before-res.Reclaimed, pendingOf(t, s, db.Shard()))
+				require.Len(t, allRows(t, s, SourceAll), 5, "nothing lost mid-way")
 				require.Equal(t, listedGens(t, s, db.Shard()), genFilesOnDisk(t, s, db.Shard()))
 			}
 			require.Equal(t, tc.want, passes)
@@ -359,8 +352,7 @@ func TestPrepareDoesNotBlockOnReadLockButCommitWaits(t *testing.T) {
 	require.NotNil(t, p)
 
 	// Reads and appends go on while the lock is held.
-	_, err = s.Get(ctx, "k1")
-	require.NoError(t, err)
+	mustGet(ctx, t, s, "k1")
 	appendRows(t, s, row("k9", 9))
 
 	done := make(chan RoundShardResult, 1)
@@ -412,9 +404,7 @@ func TestNewestWriteWinsAcrossShardsAndMerges(t *testing.T) {
 			mustMergeAll(ctx, t, sa)
 			require.Equal(t, want, allRows(t, sb, SourceAll))
 			require.Equal(t, want, allRows(t, sb, SourceBase))
-			got, err := sb.Get(ctx, "x")
-			require.NoError(t, err)
-			require.EqualValues(t, 3, toInt64(got["n"]))
+			require.EqualValues(t, 3, toInt64(mustGet(ctx, t, sb, "x")["n"]))
 		})
 	}
 }
@@ -439,8 +429,7 @@ func TestTwoPreparesOfOneShardCommitOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, RoundAlreadyCommitted, r3.Outcome)
 	require.Len(t, allRows(t, s, SourceBase), 4)
-	base := mustLoadBase(ctx, t, s)
-	require.Len(t, base.Runs, 1)
+	require.Len(t, mustLoadBase(ctx, t, s).Runs, 1)
 }
 
 // Two runs racing on one pass both reported its generations as reclaimed, so WalReclaimed
@@ -490,54 +479,60 @@ func TestFindingTwoRunsRacingOnOnePassReportItsReclaimOnce(t *testing.T) {
 	}
 }
 
-// Story I: racing committers from many shards all land; watermark advances == merges.
+// Racing committers from many shards all land: 8 writers (shards) each prepare a merge, then
+// all commit at the same moment to one base table. The losers of each put-if-absent round
+// reload and rebase, so the base ends at version 8 with 8 runs, every watermark set, and every
+// row readable from a fresh process.
 func TestRacingCommittersFromManyShardsAllLand(t *testing.T) {
-	for name, url := range backends(t) {
+	urls := backends(t)
+	urls["s3"] = s3URL(t)
+	for name, url := range urls {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			const shards = 8
-			var stores []*Store
-			var dbs []*DB
-			for i := 0; i < shards; i++ {
-				db := openTestDB(t, url, fmt.Sprintf("w%d", i))
-				var s *Store
-				if i == 0 {
-					s = createGeneric(t, db, "race", false)
-				} else {
-					s = openGeneric(t, db, "race")
-				}
-				for g := 0; g < 3; g++ {
-					seal(t, s, row(fmt.Sprintf("s%d-g%d", i, g), int64(g)))
-				}
-				stores = append(stores, s)
-				dbs = append(dbs, db)
-			}
+			stores := shardStores(t, url, "race", shards)
+			want := map[string]int64{}
 			prepared := make([]*PreparedMerge, shards)
 			for i, s := range stores {
-				p := mustPrepare(ctx, t, s, PrepareParams{})
-				prepared[i] = p
+				for g := 0; g < 3; g++ {
+					k := fmt.Sprintf("s%d-g%d", i, g)
+					want[k] = int64(i*10 + g)
+					seal(t, s, row(k, want[k]))
+				}
+				prepared[i] = mustPrepare(ctx, t, s, PrepareParams{AttemptKey: fmt.Sprintf("race-%d", i)})
 			}
-			var wg sync.WaitGroup
+			start := make(chan struct{})
 			errs := make([]error, shards)
+			results := make([]RoundShardResult, shards)
+			var wg sync.WaitGroup
 			for i, s := range stores {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					_, errs[i] = commitOne(ctx, s, prepared[i])
+					<-start
+					results[i], errs[i] = commitOne(ctx, s, prepared[i])
 				}()
 			}
+			close(start)
 			wg.Wait()
-			for _, err := range errs {
-				require.NoError(t, err)
+			versions := map[uint64]bool{}
+			for i, err := range errs {
+				require.NoError(t, err, "shard %d", i)
+				require.Equal(t, RoundCommitted, results[i].Outcome)
+				require.False(t, versions[results[i].BaseVersion], "two commits published version %d", results[i].BaseVersion)
+				versions[results[i].BaseVersion] = true
 			}
-			base, err := stores[0].loadBase(ctx)
-			require.NoError(t, err)
+			base := mustLoadBase(ctx, t, stores[0])
 			require.EqualValues(t, shards, base.Version, "one base version per merge, none lost")
 			require.Len(t, base.Runs, shards)
-			for i := range stores {
-				require.EqualValues(t, 3, base.Watermarks[dbs[i].Shard()])
+			reader := openGeneric(t, openTestDB(t, url, "reader"), "race")
+			for i, s := range stores {
+				require.EqualValues(t, 3, base.Watermarks[s.db.Shard()], "shard %d", i)
+				require.Equal(t, 0, pendingOf(t, reader, s.db.Shard()))
 			}
-			require.Len(t, allRows(t, stores[0], SourceBase), shards*3)
+			require.Equal(t, want, allRows(t, reader, SourceBase))
+			require.Equal(t, want, allRows(t, reader, SourceAll))
+			require.Empty(t, allRows(t, reader, SourceWAL))
 		})
 	}
 }
@@ -590,13 +585,10 @@ func TestCrashBetweenMergeStepsLosesNothing(t *testing.T) {
 			}
 			if step == "after-prepare" {
 				// The prepared attempt never committed; abort removes exactly its file.
-				ar := mustAbort(ctx, t, s2, p)
-				require.Equal(t, 1, ar.Deleted)
+				require.Equal(t, 1, mustAbort(ctx, t, s2, p).Deleted)
 			}
 			require.EqualValues(t, len(want), rows, "no row stored twice in the base")
-			objs, err := db2.bucket.List(ctx, dataPrefix(s2.target))
-			require.NoError(t, err)
-			require.Len(t, objs, len(base.Runs), "no staged file left behind")
+			require.Len(t, listKeys(t, db2.bucket, dataPrefix(s2.target)), len(base.Runs), "no staged file left behind")
 		})
 	}
 }
@@ -781,17 +773,9 @@ func TestConcurrentPreparesQueueOnOneBudget(t *testing.T) {
 	ctx := context.Background()
 	budget := NewBudget(1 << 20)
 	url := fmt.Sprintf("mem://budget-%d", testURLSeq.Add(1))
-	var stores []*Store
-	for i := 0; i < 4; i++ {
-		db := openTestDB(t, url, fmt.Sprintf("w%d", i), func(o *Options) { o.Budget = budget; o.MergeMaxBytes = 1 << 20 })
-		var s *Store
-		if i == 0 {
-			s = createGeneric(t, db, "b", false)
-		} else {
-			s = openGeneric(t, db, "b")
-		}
+	stores := shardStores(t, url, "b", 4, func(o *Options) { o.Budget = budget; o.MergeMaxBytes = 1 << 20 })
+	for i, s := range stores {
 		seal(t, s, row(fmt.Sprintf("k%d", i), int64(i)))
-		stores = append(stores, s)
 	}
 	var maxSeen atomic.Int64
 	stop := make(chan struct{})
@@ -857,8 +841,7 @@ func TestStalePreparation(t *testing.T) {
 	require.NoError(t, err)
 	_, err = commitOne(ctx, s, wide)
 	require.ErrorIs(t, err, ErrStalePreparation)
-	ar := mustAbort(ctx, t, s, wide)
-	require.Equal(t, 1, ar.Deleted)
+	require.Equal(t, 1, mustAbort(ctx, t, s, wide).Deleted)
 	mustMergeAll(ctx, t, s)
 	require.Len(t, allRows(t, s, SourceBase), 3)
 }
@@ -882,8 +865,7 @@ func TestCompactBase(t *testing.T) {
 	want := allRows(t, s, SourceAll)
 
 	// Bounded pass: 3 runs, not all → tombstone kept.
-	res, err := s.CompactBase(ctx, CompactParams{MaxRuns: 3})
-	require.NoError(t, err)
+	res := mustCompact(ctx, t, s, CompactParams{MaxRuns: 3})
 	require.True(t, res.Committed)
 	require.Equal(t, 3, res.InputRuns)
 	require.Equal(t, 5, res.RunsLeft)
@@ -894,17 +876,14 @@ func TestCompactBase(t *testing.T) {
 	seal(t, s, row("late", 42))
 	mustMergeAll(ctx, t, s)
 	want["late"] = 42
-	res, err = s.CompactBase(ctx, CompactParams{MaxRuns: -1})
-	require.NoError(t, err)
+	res = mustCompact(ctx, t, s, CompactParams{MaxRuns: -1})
 	require.True(t, res.Committed)
 	require.Equal(t, 1, res.RunsLeft)
 	require.EqualValues(t, 1, res.DroppedDeletes, "all runs rewritten: the tombstone goes")
 	require.Equal(t, want, allRows(t, s, SourceAll))
 	base = mustLoadBase(ctx, t, s)
 	require.EqualValues(t, len(want), base.Runs[0].Rows, "shadowed rows dropped")
-	objs, err := db.bucket.List(ctx, dataPrefix(s.target))
-	require.NoError(t, err)
-	require.Len(t, objs, 1, "compacted inputs deleted")
+	require.Len(t, listKeys(t, db.bucket, dataPrefix(s.target)), 1, "compacted inputs deleted")
 }
 
 func TestCompactionCommitsOnlyIfInputsAreCurrent(t *testing.T) {
@@ -952,8 +931,7 @@ func TestCreateAndOpenErrors(t *testing.T) {
 // Story G: every read samples the pending count per shard into the histogram.
 func TestReadsSamplePendingGenerationsPerShard(t *testing.T) {
 	ctx := context.Background()
-	reg := prometheus.NewRegistry()
-	metrics := NewMetrics(reg, nil)
+	metrics := NewMetrics(prometheus.NewRegistry(), nil)
 	_, s := newGenericStore(t, fmt.Sprintf("mem://hist-%d", testURLSeq.Add(1)), "h", func(o *Options) { o.Metrics = metrics })
 	for i := 0; i < 3; i++ {
 		seal(t, s, row(fmt.Sprintf("k%d", i), 1))
@@ -977,9 +955,8 @@ func TestReadsSampleShards(t *testing.T) {
 	for _, id := range []string{"w2", "w3"} {
 		seal(t, openGeneric(t, openTestDB(t, url, id), "h"), row(id, 1))
 	}
-	_, err := s.Get(ctx, "a")
-	require.NoError(t, err)
-	_, err = s.Stats(ctx)
+	mustGet(ctx, t, s, "a")
+	_, err := s.Stats(ctx)
 	require.NoError(t, err, "stats are not a read: they are not sampled")
 	var m dto.Metric
 	require.NoError(t, metrics.ReadShards.Write(&m))
@@ -996,8 +973,7 @@ func TestGarbledRunIsCorrupt(t *testing.T) {
 			seal(t, s, row("a", 1), row("b", 2))
 			mustMergeAll(ctx, t, s)
 			base := mustLoadBase(ctx, t, s)
-			data, err := db.bucket.Get(ctx, base.Runs[0].Path)
-			require.NoError(t, err)
+			data := getObject(t, db.bucket, base.Runs[0].Path)
 			if damage == "truncated" {
 				data = data[:len(data)/2]
 			} else {
@@ -1007,7 +983,7 @@ func TestGarbledRunIsCorrupt(t *testing.T) {
 			}
 			require.NoError(t, db.bucket.Put(ctx, base.Runs[0].Path, data))
 			reader := openGeneric(t, openTestDB(t, db.bucket.URL(), "r"), "g")
-			_, err = reader.Get(ctx, "a")
+			_, err := reader.Get(ctx, "a")
 			require.ErrorIs(t, err, ErrCorrupt)
 			_, err = reader.List(ctx, ListOptions{})
 			require.ErrorIs(t, err, ErrCorrupt)
@@ -1015,15 +991,16 @@ func TestGarbledRunIsCorrupt(t *testing.T) {
 	}
 }
 
-// mustMergeAll merges every shard of s's target.
-func mustMergeAll(ctx context.Context, t *testing.T, s *Store) {
+// mustMergeAll merges every shard of s's target and returns how many generations it merged.
+func mustMergeAll(ctx context.Context, t testing.TB, s *Store) int {
 	t.Helper()
-	_, err := s.MergeAll(ctx)
+	n, err := s.MergeAll(ctx)
 	require.NoError(t, err)
+	return n
 }
 
 // mustLoadBase is the latest base version of s's target.
-func mustLoadBase(ctx context.Context, t *testing.T, s *Store) *manifest.Base {
+func mustLoadBase(ctx context.Context, t testing.TB, s *Store) *manifest.Base {
 	t.Helper()
 	base, err := s.loadBase(ctx)
 	require.NoError(t, err)
@@ -1031,7 +1008,7 @@ func mustLoadBase(ctx context.Context, t *testing.T, s *Store) *manifest.Base {
 }
 
 // mustPrepare prepares a merge pass of s with params p.
-func mustPrepare(ctx context.Context, t *testing.T, s *Store, p PrepareParams) *PreparedMerge {
+func mustPrepare(ctx context.Context, t testing.TB, s *Store, p PrepareParams) *PreparedMerge {
 	t.Helper()
 	pm, err := s.Prepare(ctx, p)
 	require.NoError(t, err)
@@ -1039,7 +1016,7 @@ func mustPrepare(ctx context.Context, t *testing.T, s *Store, p PrepareParams) *
 }
 
 // mustLoadShard is the latest manifest of shard (nil: never wrote).
-func mustLoadShard(ctx context.Context, t *testing.T, s *Store, shard string) *manifest.Shard {
+func mustLoadShard(ctx context.Context, t testing.TB, s *Store, shard string) *manifest.Shard {
 	t.Helper()
 	m, err := s.loadShard(ctx, shard)
 	require.NoError(t, err)
@@ -1047,7 +1024,7 @@ func mustLoadShard(ctx context.Context, t *testing.T, s *Store, shard string) *m
 }
 
 // mustAbort aborts the merge pass p of s.
-func mustAbort(ctx context.Context, t *testing.T, s *Store, p *PreparedMerge) AbortResult {
+func mustAbort(ctx context.Context, t testing.TB, s *Store, p *PreparedMerge) AbortResult {
 	t.Helper()
 	res, err := s.Abort(ctx, p)
 	require.NoError(t, err)
@@ -1055,9 +1032,25 @@ func mustAbort(ctx context.Context, t *testing.T, s *Store, p *PreparedMerge) Ab
 }
 
 // mustStats is the stats of s.
-func mustStats(ctx context.Context, t *testing.T, s *Store) Stats {
+func mustStats(ctx context.Context, t testing.TB, s *Store) Stats {
 	t.Helper()
 	st, err := s.Stats(ctx)
 	require.NoError(t, err)
 	return st
+}
+
+// mustGet is the row of key in s.
+func mustGet(ctx context.Context, t testing.TB, s *Store, key string) map[string]any {
+	t.Helper()
+	got, err := s.Get(ctx, key)
+	require.NoError(t, err)
+	return got
+}
+
+// mustCompact runs one compaction pass of s with params p.
+func mustCompact(ctx context.Context, t testing.TB, s *Store, p CompactParams) CompactResult {
+	t.Helper()
+	res, err := s.CompactBase(ctx, p)
+	require.NoError(t, err)
+	return res
 }

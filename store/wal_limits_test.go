@@ -34,9 +34,7 @@ func lastWAL(t *testing.T, db *DB, s *Store) (string, []byte) {
 	objs, err := db.bucket.List(ctx, walPrefix(s.target, db.Shard()))
 	require.NoError(t, err)
 	key := objs[len(objs)-1].Key
-	data, err := db.bucket.Get(ctx, key)
-	require.NoError(t, err)
-	return key, data
+	return key, getObject(t, db.bucket, key)
 }
 
 // A WAL object was read whole whatever its size. Now a restarted owner whose WAL holds an

@@ -76,16 +76,14 @@ type ScanDemandProgress struct {
 // DemandBefore orders candidates most indebted first (deepest shard, total pending, oldest
 // pending, a compaction marker, then name), for the activity's heap and the workflow. Pure.
 func DemandBefore(a, b DemandTarget) bool {
-	if a.MaxShardPending != b.MaxShardPending {
+	switch {
+	case a.MaxShardPending != b.MaxShardPending:
 		return a.MaxShardPending > b.MaxShardPending
-	}
-	if a.Pending != b.Pending {
+	case a.Pending != b.Pending:
 		return a.Pending > b.Pending
-	}
-	if a.OldestPendingAge != b.OldestPendingAge {
+	case a.OldestPendingAge != b.OldestPendingAge:
 		return a.OldestPendingAge > b.OldestPendingAge
-	}
-	if a.Compact != b.Compact {
+	case a.Compact != b.Compact:
 		return a.Compact
 	}
 	return a.Target < b.Target

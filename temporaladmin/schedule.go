@@ -88,8 +88,7 @@ func scheduleError(op, id string, err error) error {
 // cancels its running window, so sweeps stop now, not at the window's end. A workflow under a
 // window's ID that is not the schedule's SweepWindow is left running: ErrSweepWindowForeign.
 func PauseSchedule(ctx context.Context, c client.Client, id, note string) error {
-	note = cmp.Or(note, "paused with walkeeper")
-	err := c.ScheduleClient().GetHandle(ctx, id).Pause(ctx, client.SchedulePauseOptions{Note: note})
+	err := c.ScheduleClient().GetHandle(ctx, id).Pause(ctx, client.SchedulePauseOptions{Note: cmp.Or(note, "paused with walkeeper")})
 	if err != nil || id != SweepScheduleID {
 		return scheduleError("pause", id, err)
 	}
@@ -112,8 +111,7 @@ func doneBut(done, id string, err error) error {
 // ResumeSchedule unpauses schedule id. Resuming walkeeper-sweep also starts a window now if
 // none runs, so sweeps resume at once and not at the next whole window.
 func ResumeSchedule(ctx context.Context, c client.Client, id, note string) error {
-	note = cmp.Or(note, "resumed with walkeeper")
-	err := c.ScheduleClient().GetHandle(ctx, id).Unpause(ctx, client.ScheduleUnpauseOptions{Note: note})
+	err := c.ScheduleClient().GetHandle(ctx, id).Unpause(ctx, client.ScheduleUnpauseOptions{Note: cmp.Or(note, "resumed with walkeeper")})
 	if err != nil || id != SweepScheduleID {
 		return scheduleError("resume", id, err)
 	}

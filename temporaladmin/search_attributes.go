@@ -49,13 +49,12 @@ func EnsureSearchAttributes(ctx context.Context, c client.Client, ns string) err
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		missing, err = missingSearchAttributes(ctx, c, ns, want)
-		if err != nil {
+		switch {
+		case err != nil:
 			return err
-		}
-		if len(missing) == 0 {
+		case len(missing) == 0:
 			return nil
-		}
-		if time.Now().After(deadline) {
+		case time.Now().After(deadline):
 			return fmt.Errorf("search attributes %s still missing in namespace %s after registration", saNames(missing), ns)
 		}
 		select {

@@ -102,10 +102,10 @@ func sweepAction(sweep contract.MaintenanceSweepInput, every, window time.Durati
 // startSweepWindowIfIdle triggers the sweep schedule when it is not paused and runs no window.
 func startSweepWindowIfIdle(ctx context.Context, c client.Client) error {
 	d, err := DescribeSchedule(ctx, c, SweepScheduleID)
-	if err != nil {
+	switch {
+	case err != nil:
 		return err
-	}
-	if d.Schedule.State != nil && d.Schedule.State.Paused || len(d.Info.RunningWorkflows) > 0 {
+	case d.Schedule.State != nil && d.Schedule.State.Paused || len(d.Info.RunningWorkflows) > 0:
 		return nil
 	}
 	if err := checkSweepAction(d); err != nil {

@@ -90,24 +90,13 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 		o.Namespaces = []string{"default"}
 	}
 	progress := cmp.Or(o.Progress, io.Discard)
-	bin, err := testbin.Find(ServerTool)
-	if err != nil {
-		return nil, err
-	}
-	sqlTool, err := testbin.Find(SQLToolTool)
-	if err != nil {
-		return nil, err
-	}
-	schemaRoot, err := findSchemaRoot(ServerVersion)
-	if err != nil {
-		return nil, err
-	}
-	pgBin, err := findPostgresBinDir()
-	if err != nil {
-		return nil, err
-	}
-	dcBase, err := DefaultDynamicConfigBase()
-	if err != nil {
+	// Every missing piece at once, so that one run of the installers is enough.
+	bin, err1 := testbin.Find(ServerTool)
+	sqlTool, err2 := testbin.Find(SQLToolTool)
+	schemaRoot, err3 := findSchemaRoot(ServerVersion)
+	pgBin, err4 := findPostgresBinDir()
+	dcBase, err5 := DefaultDynamicConfigBase()
+	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(filepath.Join(o.Dir, "config"), 0o755); err != nil {

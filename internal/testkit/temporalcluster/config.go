@@ -45,24 +45,25 @@ func serverConfig(p []int, pgPort int, dynamicConfigPath string, metricsPort int
 		return nil, fmt.Errorf("dynamic config path %q must be absolute", dynamicConfigPath)
 	}
 	sqlStore := func(db string, conns int) map[string]any {
-		return map[string]any{"sql": map[string]any{
-			"pluginName":      PluginName,
-			"databaseName":    db,
-			"connectAddr":     fmt.Sprintf("127.0.0.1:%d", pgPort),
-			"connectProtocol": "tcp",
-			"user":            PostgresUser,
-			"password":        "",
-			"maxConns":        conns,
-			"maxIdleConns":    conns,
-			"maxConnLifetime": "1h",
-		}}
+		return map[string]any{"sql": map[string]any{"pluginName": PluginName, "databaseName": db,
+			"connectAddr": proc.Addr(pgPort), "connectProtocol": "tcp", "user": PostgresUser, "password": "",
+			"maxConns": conns, "maxIdleConns": conns, "maxConnLifetime": "1h"}}
 	}
 	svcs := map[string]any{}
 	for i, name := range services {
-		svcs[name] = map[string]any{"rpc": map[string]any{"grpcPort": p[2*i], "membershipPort": p[2*i+1], "bindOnLocalHost": true}}
+		rpc := map[string]any{"grpcPort": p[2*i], "membershipPort": p[2*i+1], "bindOnLocalHost": true}
+		if name == "frontend" {
+			rpc["httpPort"] = p[2*len(services)]
+		}
+		svcs[name] = map[string]any{"rpc": rpc}
 	}
-	svcs["frontend"].(map[string]any)["rpc"].(map[string]any)["httpPort"] = p[2*len(services)]
-	cfg := map[string]any{
+	global := map[string]any{"membership": map[string]any{"maxJoinDuration": "30s", "broadcastAddress": "127.0.0.1"}}
+	if metricsPort != 0 {
+		// Prometheus scrape endpoint of the server's own metrics (persistence_requests, ...).
+		global["metrics"] = map[string]any{"prometheus": map[string]any{
+			"framework": "tally", "listenAddress": proc.Addr(metricsPort), "timerType": "histogram"}}
+	}
+	return yaml.Marshal(map[string]any{
 		"log": map[string]any{"stdout": true, "level": "warn"},
 		"persistence": map[string]any{
 			"defaultStore":     "postgres-default",
@@ -73,32 +74,16 @@ func serverConfig(p []int, pgPort int, dynamicConfigPath string, metricsPort int
 				"postgres-visibility": sqlStore(DatabaseVisibility, 10),
 			},
 		},
-		"global": map[string]any{
-			"membership": map[string]any{"maxJoinDuration": "30s", "broadcastAddress": "127.0.0.1"},
-		},
+		"global":   global,
 		"services": svcs,
-		"clusterMetadata": map[string]any{
-			"enableGlobalNamespace":    false,
-			"failoverVersionIncrement": 10,
-			"masterClusterName":        "active",
-			"currentClusterName":       "active",
+		"clusterMetadata": map[string]any{"enableGlobalNamespace": false, "failoverVersionIncrement": 10,
+			"masterClusterName": "active", "currentClusterName": "active",
 			"clusterInformation": map[string]any{"active": map[string]any{
-				"enabled":                true,
-				"initialFailoverVersion": 1,
-				"rpcName":                "frontend",
-				"rpcAddress":             fmt.Sprintf("127.0.0.1:%d", p[0]),
-			}},
+				"enabled": true, "initialFailoverVersion": 1, "rpcName": "frontend", "rpcAddress": proc.Addr(p[0])}},
 		},
 		"dcRedirectionPolicy": map[string]any{"policy": "noop"},
 		"dynamicConfigClient": map[string]any{"filepath": dynamicConfigPath, "pollInterval": "10s"},
-	}
-	if metricsPort != 0 {
-		// Prometheus scrape endpoint of the server's own metrics (persistence_requests, ...).
-		cfg["global"].(map[string]any)["metrics"] = map[string]any{"prometheus": map[string]any{
-			"framework": "tally", "listenAddress": fmt.Sprintf("127.0.0.1:%d", metricsPort), "timerType": "histogram",
-		}}
-	}
-	return yaml.Marshal(cfg)
+	})
 }
 
 // writeDynamicConfig writes base (a dynamic-config YAML file, e.g. the one docker-compose

@@ -68,25 +68,17 @@ func (s *Suite) Main(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", s.opts.Name, err)
 		return 1
 	}
-	s.logDir = filepath.Join(dir, "logs")
-	s.binDir = filepath.Join(dir, "bin")
+	s.logDir, s.binDir = filepath.Join(dir, "logs"), filepath.Join(dir, "bin")
 	_ = os.MkdirAll(s.logDir, 0o755)
 	_ = os.MkdirAll(s.binDir, 0o755)
 
 	// A build still running when the tests end (none needed it) is awaited, so that it
 	// cannot write into the directory after it is removed.
-	built := make(chan struct{})
-	go func() {
-		defer close(built)
-		_, _ = s.WalkeeperBinary()
-	}()
-	defer func() { <-built }()
+	var built sync.WaitGroup
+	built.Go(func() { _, _ = s.WalkeeperBinary() })
+	defer built.Wait()
 
-	namespaces := make([]string, s.opts.Namespaces)
-	for i := range namespaces {
-		namespaces[i] = s.namespace(i)
-	}
-	srv, err := s.startServer(namespaces, filepath.Join(dir, "temporal"))
+	srv, err := s.startServer(filepath.Join(dir, "temporal"))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v (files in %s)\n", s.opts.Name, err, dir)
 		return 1
@@ -99,7 +91,7 @@ func (s *Suite) Main(m *testing.M) int {
 	if err := srv.stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: stop Temporal server: %v\n", s.opts.Name, err)
 	}
-	<-built
+	built.Wait()
 	if code != 0 || s.failed.Load() {
 		fmt.Fprintf(os.Stderr, "%s: logs kept in %s\n", s.opts.Name, dir)
 	} else {
@@ -110,7 +102,11 @@ func (s *Suite) Main(m *testing.M) int {
 
 // startServer starts the selected server with the suite's namespaces, and finds the CLI
 // that drives any of them.
-func (s *Suite) startServer(namespaces []string, dir string) (*server, error) {
+func (s *Suite) startServer(dir string) (*server, error) {
+	namespaces := make([]string, s.opts.Namespaces)
+	for i := range namespaces {
+		namespaces[i] = s.namespace(i)
+	}
 	mode, err := SelectedMode()
 	if err != nil {
 		return nil, err

@@ -101,7 +101,8 @@ func StartRestartable(t testing.TB, o Options) (Restartable, client.Client) {
 }
 
 // start starts a server of mode ("" = SelectedMode) for t, stopped by t.Cleanup, and dials
-// its "default" namespace. Its files are kept, and their directory logged, when t fails.
+// its "default" namespace. Its files are kept, and their directory logged, when t fails
+// (testbin.TempDir).
 func start(t testing.TB, mode Mode, o Options) (*server, client.Client) {
 	t.Helper()
 	var err error
@@ -110,16 +111,12 @@ func start(t testing.TB, mode Mode, o Options) (*server, client.Client) {
 			t.Fatalf("testtemporal: %v", err)
 		}
 	}
-	dir, err := os.MkdirTemp("", "walkeeper-temporal-")
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := testbin.TempDir(t, "temporal")
 	// The CLI build (first run only) can take minutes; the start itself seconds.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	s, err := startServer(ctx, mode, o, dir, t.Output())
 	if errors.Is(err, testbin.ErrNotInstalled) {
-		_ = os.RemoveAll(dir)
 		testbin.Missing(t, err)
 	}
 	if err != nil {
@@ -128,11 +125,6 @@ func start(t testing.TB, mode Mode, o Options) (*server, client.Client) {
 	t.Cleanup(func() {
 		if err := s.stop(); err != nil {
 			t.Errorf("testtemporal: stop %s server: %v", mode, err)
-		}
-		if t.Failed() {
-			t.Logf("testtemporal: Temporal server files kept in %s", dir)
-		} else {
-			_ = os.RemoveAll(dir)
 		}
 	})
 	c, err := dialContext(ctx, s.cfg, t.Output())

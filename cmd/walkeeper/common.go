@@ -40,8 +40,7 @@ func (g *globalOptions) temporalConfig() (worker.TemporalConfig, error) {
 	if err := g.temporal.Validate(); err != nil {
 		return worker.TemporalConfig{}, cli.Usage(err)
 	}
-	// A TLS file that does not load is said as such, naming the file; out of a dial it read
-	// "cannot reach Temporal ...: no such file or directory".
+	// A TLS file that does not load is said as such, naming the file, not as an unreachable Temporal.
 	if _, err := g.temporal.ClientOptions(nil); err != nil {
 		return worker.TemporalConfig{}, cli.Usage(err)
 	}

@@ -123,14 +123,11 @@ func listHistory(ctx context.Context, c client.Client, t store.Target, limit int
 		if err != nil {
 			return nil, fmt.Errorf("list runs of %s: %w", t, err)
 		}
-		for _, e := range resp.GetExecutions() {
-			if len(runs) == limit {
-				break
-			}
+		execs := resp.GetExecutions()
+		for _, e := range execs[:min(len(execs), limit-len(runs))] {
 			runs = append(runs, historyRunOf(e, links))
 		}
-		token = resp.GetNextPageToken()
-		if len(token) == 0 {
+		if token = resp.GetNextPageToken(); len(token) == 0 {
 			break
 		}
 	}

@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -224,40 +226,33 @@ A worker that answers 503 (too many pending generations) is waited out per Retry
 			if err != nil {
 				return err
 			}
-			if len(l.urls) == 0 {
-				return cli.Usagef("--http needs at least one worker URL")
-			}
 			// A URL a request cannot be sent to failed every append as a connection error,
 			// which the load waits out until --duration ends.
-			for _, u := range l.urls {
+			bad := slices.IndexFunc(l.urls, func(u string) bool {
 				p, err := url.Parse(u)
-				if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-					return cli.Usagef("--http %q is not an http:// or https:// URL with a host", contract.Clip(u, 256))
-				}
-			}
-			if l.rate <= 0 || l.batch <= 0 {
+				return err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == ""
+			})
+			switch {
+			case len(l.urls) == 0:
+				return cli.Usagef("--http needs at least one worker URL")
+			case bad >= 0:
+				return cli.Usagef("--http %q is not an http:// or https:// URL with a host", contract.Clip(l.urls[bad], 256))
+			case l.rate <= 0 || l.batch <= 0:
 				return cli.Usagef("--rate and --batch must be positive")
-			}
-			// Each request's rows are built in memory first; a worker takes at most
-			// --max-append-rows of them (10,000 by default) anyway.
-			if l.batch > maxLoadBatch {
+			case l.batch > maxLoadBatch:
+				// Each request's rows are built in memory first; a worker takes at most
+				// --max-append-rows of them (10,000 by default) anyway.
 				return cli.Usagef("--batch %d is above %d rows per request", l.batch, maxLoadBatch)
-			}
-			// One request every batch/rate seconds: a ticker cannot tick more than once a
-			// nanosecond, and a negative duration would silently mean "run for ever".
-			if l.interval() <= 0 {
+			case l.interval() <= 0:
+				// One request every batch/rate seconds: a ticker cannot tick more than once a
+				// nanosecond, and a negative duration would silently mean "run for ever".
 				return cli.Usagef("--rate %d with --batch %d asks for more than one request a nanosecond", l.rate, l.batch)
-			}
-			if l.duration < 0 || l.flushEvery < 0 || l.keySpace < 0 {
+			case l.duration < 0 || l.flushEvery < 0 || l.keySpace < 0:
 				return cli.Usagef("--duration, --flush-every and --keys must not be negative")
-			}
-			if create && t.Kind != store.KindGeneric {
+			case create && t.Kind != store.KindGeneric:
 				return cli.Usagef("--create only makes generic stores; %s must exist", t)
 			}
-			l.target, l.out = t, cmd.ErrOrStderr()
-			if l.keySpace <= 0 {
-				l.keySpace = 5000
-			}
+			l.target, l.out, l.keySpace = t, cmd.ErrOrStderr(), cmp.Or(l.keySpace, 5000)
 			ctx, cancel := cli.SignalContext(cmd.Context())
 			defer cancel()
 			if create {

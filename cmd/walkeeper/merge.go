@@ -35,26 +35,21 @@ Ctrl-C stops waiting, not the merge.`,
   walkeeper merge generic:demo --wait --max-generations 16`,
 		Args: cli.Args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			t, err := parseTarget(a[0])
-			if err != nil {
-				return err
-			}
-			in := contract.MergeWalInput{Target: t.String(), ParallelPrepare: parallel,
-				Trigger: contract.TriggerCLI, TriggerReason: "walkeeper merge"}
 			// What MergeWal would refuse is refused before the store check and the dial.
+			switch {
+			case maxGens != 0 && (maxGens < 1 || maxGens > contract.MaxMergeGenerations):
+				return cli.Usagef("--max-generations %d: want 0 (no cap) or 1 to %d", maxGens, contract.MaxMergeGenerations)
+			case maxBytes != 0 && (maxBytes < contract.MinMergeBytes || maxBytes > contract.MaxMergeBytes):
+				return cli.Usagef("--max-bytes %d: want 0 (no cap) or %d to %d", maxBytes, contract.MinMergeBytes, contract.MaxMergeBytes)
+			}
+			in := contract.MergeWalInput{ParallelPrepare: parallel, Trigger: contract.TriggerCLI, TriggerReason: "walkeeper merge"}
 			if cmd.Flags().Changed("max-generations") {
-				if maxGens != 0 && (maxGens < 1 || maxGens > contract.MaxMergeGenerations) {
-					return cli.Usagef("--max-generations %d: want 0 (no cap) or 1 to %d", maxGens, contract.MaxMergeGenerations)
-				}
 				in.MaxGenerations = &maxGens
 			}
 			if cmd.Flags().Changed("max-bytes") {
-				if maxBytes != 0 && (maxBytes < contract.MinMergeBytes || maxBytes > contract.MaxMergeBytes) {
-					return cli.Usagef("--max-bytes %d: want 0 (no cap) or %d to %d", maxBytes, contract.MinMergeBytes, contract.MaxMergeBytes)
-				}
 				in.MaxBytes = &maxBytes
 			}
-			return g.start(cmd, t, "MergeWal", sf, func(ctx context.Context, c client.Client) (client.WorkflowRun, error) {
+			return g.start(cmd, a[0], "MergeWal", sf, func(ctx context.Context, c client.Client, t store.Target) (client.WorkflowRun, error) {
 				return contract.StartMergeWal(ctx, c, t, in, contract.RunTimeout(sf.runTimeout))
 			})
 		},
@@ -78,13 +73,9 @@ With --wait, waits for the result and prints it.`,
 		Example: `  walkeeper compact generic:demo --wait`,
 		Args:    cli.Args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			t, err := parseTarget(a[0])
-			if err != nil {
-				return err
-			}
-			return g.start(cmd, t, "CompactBase", sf, func(ctx context.Context, c client.Client) (client.WorkflowRun, error) {
-				return contract.StartCompactBase(ctx, c, t, contract.CompactBaseInput{Target: t.String(),
-					Trigger: contract.TriggerCLI, TriggerReason: "walkeeper compact"}, contract.RunTimeout(sf.runTimeout))
+			return g.start(cmd, a[0], "CompactBase", sf, func(ctx context.Context, c client.Client, t store.Target) (client.WorkflowRun, error) {
+				return contract.StartCompactBase(ctx, c, t, contract.CompactBaseInput{Trigger: contract.TriggerCLI,
+					TriggerReason: "walkeeper compact"}, contract.RunTimeout(sf.runTimeout))
 			})
 		},
 	}
@@ -111,9 +102,15 @@ func (sf *startFlags) register(cmd *cobra.Command) {
 		"run timeout of the started run: if it cannot finish, Temporal ends it and the next trigger starts a fresh one (10s to 168h)")
 }
 
-// start checks that t's store exists, starts (or attaches to) its typ workflow and reports the
-// run, waiting for its result if sf asks to; Ctrl-C stops the wait, not the workflow.
-func (g *globalOptions) start(cmd *cobra.Command, t store.Target, typ string, sf startFlags, startRun func(context.Context, client.Client) (client.WorkflowRun, error)) error {
+// start checks that the store of target (<kind>:<name>) exists, starts (or attaches to) its
+// typ workflow and reports the run, waiting for its result if sf asks to; Ctrl-C stops the
+// wait, not the workflow.
+func (g *globalOptions) start(cmd *cobra.Command, target, typ string, sf startFlags,
+	startRun func(context.Context, client.Client, store.Target) (client.WorkflowRun, error)) error {
+	t, err := parseTarget(target)
+	if err != nil {
+		return err
+	}
 	// The store check comes first: a missing store needs no Temporal to be reported.
 	if err := contract.CheckMergeRunTimeout(sf.runTimeout); err != nil {
 		return cli.Usagef("--merge-run-timeout: %v", err)
@@ -127,7 +124,7 @@ func (g *globalOptions) start(cmd *cobra.Command, t store.Target, typ string, sf
 		return err
 	}
 	return g.withTemporal(cmd, func(ctx context.Context, c client.Client) error {
-		run, err := startRetrying(ctx, cmd.ErrOrStderr(), typ, t, func(ctx context.Context) (client.WorkflowRun, error) { return startRun(ctx, c) })
+		run, err := startRetrying(ctx, cmd.ErrOrStderr(), typ, t, func(ctx context.Context) (client.WorkflowRun, error) { return startRun(ctx, c, t) })
 		if err != nil {
 			return fmt.Errorf("start %s for %s: %w", typ, t, err)
 		}

@@ -55,16 +55,14 @@ settings (they read the workers' environment variables). Anything else is refuse
 			if err != nil {
 				return err
 			}
-			if cfg.Storage == "" {
+			switch err := cfg.Validate(); {
+			case cfg.Storage == "":
 				return cli.Usagef("--storage is required (or set WALKEEPER_STORAGE)")
-			}
-			if err := cfg.Validate(); err != nil {
+			case err != nil:
 				return cli.Usagef("%v", err)
-			}
-			if release && reason != "" {
+			case release && reason != "":
 				return cli.Usagef("--reason is for setting an object aside, not for --release")
-			}
-			if !release && reason == "" {
+			case !release && reason == "":
 				return cli.Usagef("--reason is required: it is recorded in the manifest next to the object")
 			}
 			ctx, cancel := cli.SignalContext(cmd.Context())

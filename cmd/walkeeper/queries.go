@@ -46,10 +46,10 @@ Nothing is contacted: the command only prints. The links use --ui, else the runn
 			if err != nil {
 				return err
 			}
-			if slowerThan <= 0 {
+			switch {
+			case slowerThan <= 0:
 				return cli.Usagef("--slower-than must be positive")
-			}
-			if behind < 1 { // else the "far behind" view lists every merge
+			case behind < 1: // else the "far behind" view lists every merge
 				return cli.Usagef("--behind must be at least 1, got %d", behind)
 			}
 			st := g.devDefaults(cmd)

@@ -220,18 +220,16 @@ target, is not triggered (exit 1); 'walkeeper schedule ensure' restores its acti
 workflow under a window's ID signaled unless it is the SweepWindow the schedule started.`,
 		Args: cli.Args(cobra.NoArgs),
 		RunE: with(func(ctx context.Context, c client.Client, id string, t store.Target, out io.Writer) error {
+			msg, err := "schedule "+id+" triggered", error(nil)
 			if sf.target == "" {
-				msg, err := temporaladmin.SweepNow(ctx, c)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintln(out, msg)
-				return nil
+				msg, err = temporaladmin.SweepNow(ctx, c)
+			} else {
+				err = temporaladmin.TriggerTargetSchedule(ctx, c, t)
 			}
-			if err := temporaladmin.TriggerTargetSchedule(ctx, c, t); err != nil {
+			if err != nil {
 				return err
 			}
-			fmt.Fprintf(out, "schedule %s triggered\n", id)
+			fmt.Fprintln(out, msg)
 			return nil
 		}),
 	}

@@ -195,18 +195,8 @@ func RaceProcesses(t *testing.T, url string, opts RaceOptions) {
 // overlapped reports whether some losing attempt started before the winning one finished,
 // so both were in flight at once. as holds exactly one winner (checkRace checked).
 func overlapped(as []attempt) bool {
-	var win attempt
-	for _, a := range as {
-		if a.won {
-			win = a
-		}
-	}
-	for _, a := range as {
-		if !a.won && a.start < win.end && win.start < a.end {
-			return true
-		}
-	}
-	return false
+	win := as[slices.IndexFunc(as, func(a attempt) bool { return a.won })]
+	return slices.ContainsFunc(as, func(a attempt) bool { return !a.won && a.start < win.end && win.start < a.end })
 }
 
 // MaxWinShare is the largest share of a race's keys one racer may win before checkRace

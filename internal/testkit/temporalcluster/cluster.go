@@ -211,7 +211,7 @@ func (c *Cluster) Stop() error {
 		errs = append(errs, c.srv.Stop(syscall.SIGTERM, 30*time.Second))
 	}
 	if c.pg != nil {
-		errs = append(errs, c.pg.remove())
+		errs = append(errs, c.pg.Stop(Fast), os.RemoveAll(filepath.Dir(c.pg.dataDir)))
 	}
 	return errors.Join(errs...)
 }

@@ -134,15 +134,6 @@ func (pg *Postgres) Stop(mode StopMode) error {
 	return pg.p.Stop(syscall.Signal(mode), time.Minute)
 }
 
-// remove stops the server and deletes its data directory.
-func (pg *Postgres) remove() error {
-	err := pg.Stop(Fast)
-	if rerr := os.RemoveAll(filepath.Dir(pg.dataDir)); err == nil {
-		err = rerr
-	}
-	return err
-}
-
 // findPostgresBinDir locates PostgreSQL's bin directory (initdb, postgres, pg_isready):
 // $WALKEEPER_POSTGRES_BIN_DIR, else the directory of the `postgres` on PATH (symlinks
 // resolved), else Debian's /usr/lib/postgresql/15/bin.

@@ -395,14 +395,8 @@ func spreadOf(xs []float64) spread {
 	if len(xs) == 0 {
 		return spread{}
 	}
-	s := slices.Sorted(slices.Values(xs))
-	var med float64
-	if n := len(s); n%2 == 1 {
-		med = s[n/2]
-	} else {
-		med = (s[n/2-1] + s[n/2]) / 2
-	}
-	return spread{Median: med, Min: s[0], Max: s[len(s)-1], N: len(s)}
+	s, n := slices.Sorted(slices.Values(xs)), len(xs)
+	return spread{Median: (s[(n-1)/2] + s[n/2]) / 2, Min: s[0], Max: s[n-1], N: n}
 }
 
 // spreadBy is the spread of f over xs.

@@ -183,8 +183,8 @@ func TestMergeThroughputQuick(t *testing.T) {
 	// best of 5.
 	res := runQuick(t, "merge-throughput", func(o *Options) { o.Reps = 5 })
 	// The full run measures 1.14 (4 KiB rows) and 0.67 (200 B rows), quick runs ~1.3 and
-	// ~0.5; the bounds catch a merge about three times slower than the quick figures
-	// (ac8da43's full run measured 0.45 and 0.32, docs/benchmarks/merge-throughput.md).
+	// ~0.5 (docs/benchmarks/merge-throughput.md); the bounds catch a merge about three times
+	// slower than the quick figures.
 	if r := value(t, res, "ratio_best"); r < 0.4 {
 		t.Errorf("merge throughput / raw I/O, 4 KiB rows, best of 5 = %.2f < 0.4", r)
 	}
@@ -323,8 +323,9 @@ func TestReadAmpQuick(t *testing.T) {
 	// what it did over 256 pending generations. Timed side by side, Lists alternating between
 	// a copy of the unmerged store and the merged one: two levels timed a few seconds apart
 	// failed on a loaded machine because the load changed between them. The quick store's
-	// small generations separate them by 2.6–3.8× (docs/benchmarks/read-amp.md, run 4) (the full scenario's by 6.7×), so the
-	// bound is 1.5×, which a merge that does not help (about 1×) still fails.
+	// small generations separate them by 2.6–3.8× (the full scenario's by 6.7×,
+	// docs/benchmarks/read-amp.md), so the bound is 1.5×, which a merge that does not help
+	// (about 1×) still fails.
 	if speedup := value(t, res, "list_speedup_merged"); speedup < 1.5 {
 		t.Errorf("merging did not help: a List over 256 pending generations took %.1f× the merged store's, side by side (want at least 1.5×)", speedup)
 	}

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -78,12 +77,9 @@ func (p procRSS) status(field string) int64 {
 	}
 	for line := range strings.SplitSeq(string(raw), "\n") {
 		if rest, ok := strings.CutPrefix(line, field+":"); ok {
-			fs := strings.Fields(rest)
-			if len(fs) == 0 {
-				return 0
-			}
-			v, _ := strconv.ParseInt(fs[0], 10, 64)
-			return v << 10
+			var kB int64
+			_, _ = fmt.Sscan(rest, &kB)
+			return kB << 10
 		}
 	}
 	return 0

@@ -14,7 +14,6 @@ import (
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/devserver"
-	"github.com/walkeeper/walkeeper/internal/testkit/testtemporal"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
@@ -218,12 +217,10 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 	start := time.Now()
 	sweepID := fmt.Sprintf("fleet-sweep-%d-%d", time.Now().UnixNano(), r.seq)
 	// USE_EXISTING: a start retried after a late answer attaches to the sweep it started.
-	var run client.WorkflowRun
-	err = testtemporal.RetryTimedOut(ctx, func(ctx context.Context) error {
-		run, err = tenv.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: sweepID, TaskQueue: contract.TaskQueue,
+	run, err := retried(ctx, func(ctx context.Context) (client.WorkflowRun, error) {
+		return tenv.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: sweepID, TaskQueue: contract.TaskQueue,
 			Priority: contract.SweepPriority, WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING},
 			contract.MaintenanceSweepWorkflow, in)
-		return err
 	})
 	if err != nil {
 		return s, fmt.Errorf("start the sweep: %w", err)
@@ -261,9 +258,9 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 			s.Failed = fmt.Sprintf("failed: a %.1f MB activity result exceeds gRPC's 4 MiB (the worker could not report it; %s)", float64(big)/1e6, strings.TrimPrefix(s.Failed, "failed: "))
 		}
 	}
-	s.Requests, s.ByOp = hook.countBefore(until)
+	s.Requests, s.ByOp = hook.requests(time.Time{}, until, false)
 	s.OtherFleets = hook.otherFleets()
-	if later := hook.indexListsBetween(until, indexUntil); later > 0 {
+	if later, _ := hook.requests(until, indexUntil, true); later > 0 {
 		s.Requests += later
 		s.ByOp[objstore.OpList] += later
 	}

@@ -17,12 +17,18 @@ type fleetFaults struct {
 	fleetPrefix string
 	listKeys    map[string]int64 // how many keys each paged listing (by prefix) holds
 
-	mu    sync.Mutex
-	since time.Time                  // REQUIRES: mu
-	byMs  map[int64]map[string]int64 // REQUIRES: mu; requests per op, per millisecond since `since`
-	// indexByMs counts ScanDemand's listings per millisecond since `since`. REQUIRES: mu.
-	indexByMs map[int64]int64
-	other     int64 // REQUIRES: mu
+	mu     sync.Mutex
+	since  time.Time              // REQUIRES: mu
+	counts map[fleetRequest]int64 // REQUIRES: mu; requests since `since`
+	other  int64                  // REQUIRES: mu
+}
+
+// fleetRequest is what fleetFaults counts requests by: the millisecond since it began counting,
+// the operation, and whether the request lists a kind's demand index (a ScanDemand page).
+type fleetRequest struct {
+	ms    int64
+	op    string
+	index bool
 }
 
 // ofOtherFleet says whether a segment of key is a fleet store's name not under prefix.
@@ -77,17 +83,8 @@ func (f *fleetFaults) Before(op, key string) error {
 	f.mu.Lock()
 	if f.fleetPrefix != "" && ofOtherFleet(key, f.fleetPrefix) {
 		f.other += pages
-	} else if f.byMs != nil {
-		ms := time.Since(f.since).Milliseconds()
-		m := f.byMs[ms]
-		if m == nil {
-			m = map[string]int64{}
-			f.byMs[ms] = m
-		}
-		m[op] += pages
-		if isIndexListing(op, key) {
-			f.indexByMs[ms] += pages
-		}
+	} else if f.counts != nil {
+		f.counts[fleetRequest{time.Since(f.since).Milliseconds(), op, isIndexListing(op, key)}] += pages
 	}
 	f.mu.Unlock()
 	if f.latency > 0 {
@@ -101,38 +98,22 @@ func (f *fleetFaults) After(op, key string, err error) error { return err }
 // reset starts counting from now.
 func (f *fleetFaults) reset() {
 	f.mu.Lock()
-	f.since, f.byMs, f.indexByMs, f.other = time.Now(), map[int64]map[string]int64{}, map[int64]int64{}, 0
+	f.since, f.counts, f.other = time.Now(), map[fleetRequest]int64{}, 0
 	f.mu.Unlock()
 }
 
-// indexListsBetween returns the demand-index listing requests issued in [from, until).
-func (f *fleetFaults) indexListsBetween(from, until time.Time) int64 {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var n int64
-	for ms, v := range f.indexByMs {
-		at := f.since.Add(time.Duration(ms) * time.Millisecond)
-		if !at.Before(from) && at.Before(until) {
-			n += v
-		}
-	}
-	return n
-}
-
-// countBefore returns the requests issued before `until` (zero = all so far), by operation.
-func (f *fleetFaults) countBefore(until time.Time) (int64, map[string]int64) {
+// requests returns the requests issued in [from, until), only the demand-index listings with
+// indexOnly, in all and by operation.
+func (f *fleetFaults) requests(from, until time.Time, indexOnly bool) (int64, map[string]int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var total int64
-	out := map[string]int64{}
-	for ms, m := range f.byMs {
-		if !until.IsZero() && !f.since.Add(time.Duration(ms)*time.Millisecond).Before(until) {
-			continue
-		}
-		for op, v := range m {
-			out[op] += v
-			total += v
+	byOp := map[string]int64{}
+	for r, n := range f.counts {
+		if at := f.since.Add(time.Duration(r.ms) * time.Millisecond); (r.index || !indexOnly) && !at.Before(from) && at.Before(until) {
+			byOp[r.op] += n
+			total += n
 		}
 	}
-	return total, out
+	return total, byOp
 }

@@ -28,7 +28,7 @@ func TestOfOtherFleet(t *testing.T) {
 	for _, k := range []string{"generic/f1-0000100/store.json", "generic/f3-0000100/store.json", "_demand/generic/"} {
 		_ = f.Before("get", k)
 	}
-	if n, _ := f.countBefore(time.Time{}); n != 2 || f.otherFleets() != 1 {
+	if n, _ := f.requests(time.Time{}, time.Now(), false); n != 2 || f.otherFleets() != 1 {
 		t.Errorf("counted %d (want 2), other fleets %d (want 1)", n, f.otherFleets())
 	}
 }

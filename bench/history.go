@@ -83,11 +83,8 @@ func countTemporalBill(ctx context.Context, c client.Client, query string) (*tem
 func listWorkflows(ctx context.Context, c client.Client, query string, f func(*workflowpb.WorkflowExecutionInfo) error) error {
 	var token []byte
 	for {
-		var resp *workflowservice.ListWorkflowExecutionsResponse
-		err := testtemporal.RetryTimedOut(ctx, func(ctx context.Context) error {
-			var err error
-			resp, err = c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, PageSize: 1000, NextPageToken: token})
-			return err
+		resp, err := retried(ctx, func(ctx context.Context) (*workflowservice.ListWorkflowExecutionsResponse, error) {
+			return c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, PageSize: 1000, NextPageToken: token})
 		})
 		if err != nil {
 			return fmt.Errorf("list workflows (%s): %w", query, err)
@@ -103,16 +100,21 @@ func listWorkflows(ctx context.Context, c client.Client, query string, f func(*w
 	}
 }
 
-// historyEvents is workflow id's run's history, fetched again after an answer a loaded dev
-// server gave too late.
-func historyEvents(ctx context.Context, c client.Client, id, runID string) ([]*historypb.HistoryEvent, error) {
-	var events []*historypb.HistoryEvent
-	err := testtemporal.RetryTimedOut(ctx, func(ctx context.Context) error {
-		var err error
-		events, err = actioncount.History(ctx, c, id, runID)
+// retried is f's answer, asked again after an answer a loaded dev server gave too late.
+func retried[T any](ctx context.Context, f func(ctx context.Context) (T, error)) (T, error) {
+	var v T
+	err := testtemporal.RetryTimedOut(ctx, func(ctx context.Context) (err error) {
+		v, err = f(ctx)
 		return err
 	})
-	return events, err
+	return v, err
+}
+
+// historyEvents is workflow id's run's history.
+func historyEvents(ctx context.Context, c client.Client, id, runID string) ([]*historypb.HistoryEvent, error) {
+	return retried(ctx, func(ctx context.Context) ([]*historypb.HistoryEvent, error) {
+		return actioncount.History(ctx, c, id, runID)
+	})
 }
 
 // committedGenerations sums the generations a MergeWal run's completed CommitRound
@@ -210,11 +212,8 @@ func waitsOf(ctx context.Context, c client.Client, id string) (mergeWaits, error
 func watchSweep(ctx context.Context, c client.Client, id, runID string, budget time.Duration) (failed string, heartbeat int) {
 	deadline := time.Now().Add(budget)
 	for {
-		var d *workflowservice.DescribeWorkflowExecutionResponse
-		err := testtemporal.RetryTimedOut(ctx, func(ctx context.Context) error {
-			var err error
-			d, err = c.DescribeWorkflowExecution(ctx, id, runID)
-			return err
+		d, err := retried(ctx, func(ctx context.Context) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
+			return c.DescribeWorkflowExecution(ctx, id, runID)
 		})
 		if err != nil {
 			return "describe: " + firstLine(err.Error()), heartbeat

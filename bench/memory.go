@@ -14,9 +14,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/walkeeper/walkeeper/store"
 )
@@ -307,51 +308,39 @@ func memoryChild(ctx context.Context, o Options) error {
 		raiseTo(&maxHeap, int64(heap[1].Value.Uint64()))
 	})
 	start := time.Now()
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var firstErr error
-	done, busy := 0, 0
-	for i := 0; i < p.Requests; i++ {
+	var done, busy atomic.Int64
+	var g errgroup.Group
+	for i := range p.Requests {
 		s := stores[i%len(stores)]
-		wg.Go(func() {
+		g.Go(func() error {
 			if p.Mode == "reads" {
 				// A refused read (budget_busy) is what a client retries after Retry-After.
 				for attempt := 0; ; attempt++ {
 					page, err := s.List(ctx, store.ListOptions{Limit: 100})
-					mu.Lock()
 					if errors.Is(err, store.ErrBudgetBusy) && attempt < 20 {
-						busy++
-						mu.Unlock()
+						busy.Add(1)
 						continue
 					}
-					if err != nil && firstErr == nil {
-						firstErr = err
-					}
 					if err == nil && len(page.Rows) > 0 {
-						done++
+						done.Add(1)
 					}
-					mu.Unlock()
-					return
+					return err
 				}
 			}
 			pm, err := s.Prepare(ctx, store.PrepareParams{Shard: p.Shard, AttemptKey: fmt.Sprintf("memory/%d", i)})
-			if err == nil && pm != nil {
-				_, err = s.Abort(ctx, pm)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil && firstErr == nil {
-				firstErr = err
-			}
 			if pm != nil {
-				done++
+				done.Add(1)
+				if err == nil {
+					_, err = s.Abort(ctx, pm)
+				}
 			}
+			return err
 		})
 	}
-	wg.Wait()
+	err = g.Wait()
 	stopSampling()
-	if firstErr != nil {
-		return firstErr
+	if err != nil {
+		return err
 	}
 	if profile != "" {
 		writeProfile(profile, "allocs")
@@ -359,7 +348,7 @@ func memoryChild(ctx context.Context, o Options) error {
 	out := memoryChildResult{
 		VmHWM: self.peak(), VmRSSStart: rssStart, MaxReserved: maxReserved.Load(), MaxAllocated: maxAllocated.Load(),
 		MaxHeapLive: maxHeapLive.Load(), MaxHeap: maxHeap.Load(),
-		Prepared: done, Elapsed: time.Since(start).Seconds(), MaxWaiting: int(maxWaiting.Load()), Busy: busy,
+		Prepared: int(done.Load()), Elapsed: time.Since(start).Seconds(), MaxWaiting: int(maxWaiting.Load()), Busy: int(busy.Load()),
 	}
 	return childPrint(out)
 }

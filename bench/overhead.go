@@ -251,7 +251,7 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 		bare := make([][]time.Duration, len(servers))
 		for i := 0; i < merges; i++ {
 			for k, sv := range servers {
-				d, err := runBare(ctx, sv.tenv.client)
+				d, err := execute(ctx, sv.tenv.client, client.StartWorkflowOptions{ID: fmt.Sprintf("bench-bare-%d", time.Now().UnixNano()), TaskQueue: bareQueue}, bareWorkflow, nil)
 				if err != nil {
 					return fmt.Errorf("bare workflow on %s: %w", sv.name, err)
 				}
@@ -335,18 +335,12 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 	var sweeps []float64
 	nSweeps := max(o.reps(), 3)
 	for rep := 0; rep < nSweeps; rep++ {
-		t0 := time.Now()
-		run, err := servers[0].tenv.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-			ID: fmt.Sprintf("bench-sweep-%d-%d", time.Now().UnixNano(), rep), TaskQueue: contract.TaskQueue,
-		}, contract.MaintenanceSweepWorkflow, contract.MaintenanceSweepInput{})
+		var out contract.MaintenanceSweepResult
+		d, err := execute(ctx, servers[0].tenv.client, client.StartWorkflowOptions{ID: fmt.Sprintf("bench-sweep-%d-%d", time.Now().UnixNano(), rep), TaskQueue: contract.TaskQueue},
+			contract.MaintenanceSweepWorkflow, &out, contract.MaintenanceSweepInput{})
 		if err != nil {
 			return err
 		}
-		var out contract.MaintenanceSweepResult
-		if err := run.Get(ctx, &out); err != nil {
-			return err
-		}
-		d := time.Since(t0)
 		if n := out.StartedCount(); n != 0 {
 			return fmt.Errorf("sweep over idle stores started %d workflows, want none", n)
 		}
@@ -400,18 +394,14 @@ func startBareWorker(c client.Client) (tworker.Worker, error) {
 	return w, nil
 }
 
-func runBare(ctx context.Context, c client.Client) (time.Duration, error) {
+// execute runs workflow wf on c to its end, its result into out (nil = none), and returns its time.
+func execute(ctx context.Context, c client.Client, opts client.StartWorkflowOptions, wf string, out any, args ...any) (time.Duration, error) {
 	t0 := time.Now()
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: fmt.Sprintf("bench-bare-%d", time.Now().UnixNano()), TaskQueue: bareQueue,
-	}, bareWorkflow)
-	if err != nil {
-		return 0, err
+	run, err := c.ExecuteWorkflow(ctx, opts, wf, args...)
+	if err == nil {
+		err = run.Get(ctx, out)
 	}
-	if err := run.Get(ctx, nil); err != nil {
-		return 0, err
-	}
-	return time.Since(t0), nil
+	return time.Since(t0), err
 }
 
 // processCPU is pid's user + system CPU time from /proc (ticks of 10 ms, USER_HZ).

@@ -23,6 +23,10 @@ const (
 	opLatencySum
 )
 
+// persistenceCounters are the metrics scrapePersistence reads, by the counter each adds to.
+var persistenceCounters = map[string]int{"persistence_requests": opRequests, "persistence_requests_total": opRequests,
+	"persistence_latency_count": opLatencyCount, "persistence_latency_sum": opLatencySum}
+
 // persistenceOps is a server's persistence counters by operation.
 type persistenceOps map[string]persistenceOp
 
@@ -51,19 +55,9 @@ func scrapePersistence(ctx context.Context, port int) (persistenceOps, error) {
 		if !ok {
 			continue
 		}
-		var field int
-		switch name {
-		case "persistence_requests", "persistence_requests_total":
-			field = opRequests
-		case "persistence_latency_count":
-			field = opLatencyCount
-		case "persistence_latency_sum":
-			field = opLatencySum
-		default:
-			continue
-		}
+		field, ok := persistenceCounters[name]
 		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-		if err != nil {
+		if !ok || err != nil {
 			continue
 		}
 		op := "?"

@@ -176,6 +176,13 @@ func (c *Config) Validate() error {
 	if strings.ContainsAny(c.AuthToken, " \t\r\n") {
 		bad("auth-token", "must not contain white space")
 	}
+	// within reports v outside lo..hi, and whether it was inside.
+	within := func(flag string, v, lo, hi int) bool {
+		if v < lo || v > hi {
+			bad(flag, "must be %d to %d, got %d", lo, hi, v)
+		}
+		return v >= lo && v <= hi
+	}
 	if c.MergeSlots < 1 {
 		bad("merge-slots", "must be at least 1, got %d", c.MergeSlots)
 	}
@@ -185,11 +192,7 @@ func (c *Config) Validate() error {
 	// Knobs that become inputs of workflows the worker starts itself (the count trigger's
 	// MergeWal, the SweepWindow of the schedule walkeeper-sweep) are held to those inputs'
 	// bounds, so a misconfigured worker fails at start instead of starting runs that fail.
-	if c.MergePrepareConcurrency < 0 {
-		bad("merge-prepare-concurrency", "must not be negative, got %d", c.MergePrepareConcurrency)
-	} else if c.MergePrepareConcurrency > contract.MaxPrepareConcurrency {
-		bad("merge-prepare-concurrency", "must be 0 to %d, got %d", contract.MaxPrepareConcurrency, c.MergePrepareConcurrency)
-	}
+	within("merge-prepare-concurrency", c.MergePrepareConcurrency, 0, contract.MaxPrepareConcurrency)
 	if err := contract.CheckMergeRunTimeout(c.MergeRunTimeout); err != nil {
 		bad("merge-run-timeout", "%v", err)
 	}
@@ -213,24 +216,18 @@ func (c *Config) Validate() error {
 		// Temporal refuses the schedule: the reconcile would never be ensured.
 		bad("reconcile-interval", "must be 0 (leave the schedule alone) or at least %s, got %s", temporaladmin.MinScheduleInterval, r)
 	}
-	if c.MergeShardsPerCommit < 0 || c.MergeShardsPerCommit > contract.MaxRoundShards {
-		bad("merge-shards-per-commit", "must be 0 to %d, got %d", contract.MaxRoundShards, c.MergeShardsPerCommit)
-	}
+	within("merge-shards-per-commit", c.MergeShardsPerCommit, 0, contract.MaxRoundShards)
 	for _, k := range knobs {
 		// Every numeric knob's text, as --help prints it, starts with "-" when it is negative.
 		if k.nonNegative && strings.HasPrefix(k.get(c), "-") {
 			bad(k.Flag, "must not be negative")
 		}
 	}
-	switch {
-	case c.SweepStartBatch < 1 || c.SweepStartBatch > contract.MaxStartBatch:
-		bad("sweep-start-batch", "must be 1 to %d, got %d", contract.MaxStartBatch, c.SweepStartBatch)
-	case c.SweepStartConcurrency < 1 || c.SweepStartConcurrency > activities.MaxStartConcurrency:
-		bad("sweep-start-concurrency", "must be 1 to %d, got %d", activities.MaxStartConcurrency, c.SweepStartConcurrency)
-	case c.SweepMergeMinGenerations < 1 || c.SweepMergeMinGenerations > contract.MaxSweepMergeMinGenerations:
-		bad("sweep-merge-min-generations", "must be 1 to %d, got %d", contract.MaxSweepMergeMinGenerations, c.SweepMergeMinGenerations)
-	case c.SweepMaxStarts < 1 || c.SweepMaxStarts > contract.MaxSweepStarts:
-		bad("sweep-max-starts", "must be 1 to %d, got %d", contract.MaxSweepStarts, c.SweepMaxStarts)
+	switch { // the first knob out of range is reported, and the history bound needs them all in range
+	case !within("sweep-start-batch", c.SweepStartBatch, 1, contract.MaxStartBatch),
+		!within("sweep-start-concurrency", c.SweepStartConcurrency, 1, activities.MaxStartConcurrency),
+		!within("sweep-merge-min-generations", c.SweepMergeMinGenerations, 1, contract.MaxSweepMergeMinGenerations),
+		!within("sweep-max-starts", c.SweepMaxStarts, 1, contract.MaxSweepStarts):
 	default:
 		if n := contract.SweepHistoryBound(len(target.Kinds), c.SweepMaxStarts, c.SweepStartBatch); n > contract.MaxSweepEvents {
 			bad("sweep-max-starts", "%d starts in batches of %d could add %d events to a sweep's history, at most %d: raise --sweep-start-batch",

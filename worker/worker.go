@@ -209,7 +209,8 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 		})
 	}
 	log.Info("worker started", zap.String("listen", ln.Addr().String()), zap.String("storage", w.cfg.Storage),
-		zap.Bool("temporal", w.tc != nil), zap.Duration("flush_interval", w.cfg.FlushInterval),
+		zap.Bool("temporal", w.tc != nil), zap.String("temporal_host_port", w.cfg.Temporal.HostPort),
+		zap.String("namespace", w.cfg.Temporal.Namespace), zap.Duration("flush_interval", w.cfg.FlushInterval),
 		zap.Int("merge_after_generations", w.cfg.MergeAfterGenerations))
 	return nil
 }
@@ -425,8 +426,6 @@ func Run(ctx context.Context, cfg Config, logger *zap.Logger, c client.Client, b
 	if err := w.Start(ctx); err != nil {
 		return err
 	}
-	logger.Info("worker started", zap.String("instance", cfg.Instance), zap.String("shard", w.DB().Shard()),
-		zap.String("http", w.HTTPAddr()), zap.String("temporal", cfg.Temporal.HostPort), zap.String("namespace", cfg.Temporal.Namespace))
 	if started != nil {
 		started(w)
 	}

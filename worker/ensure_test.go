@@ -3,7 +3,6 @@ package worker
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -62,16 +61,10 @@ func lateClient(t *testing.T, hostPort string, late map[string]int) client.Clien
 // them for at most within, and returns it with its logs.
 func startEnsuringWorker(t *testing.T, c client.Client, within time.Duration) (*Worker, *observer.ObservedLogs) {
 	t.Helper()
-	cfg := DefaultConfig()
-	cfg.Instance = "ensure-" + strings.ReplaceAll(t.Name(), "/", "-")
-	cfg.Storage = "file://" + filepath.ToSlash(filepath.Join(t.TempDir(), "storage"))
-	cfg.Listen = "127.0.0.1:0"
-	cfg.FairnessProbe = false
+	cfg := testConfig(t)
+	cfg.SweepInterval, cfg.ReconcileInterval = time.Minute, time.Hour
 	core, logs := observer.New(zapcore.InfoLevel)
-	w, err := New(cfg, zap.New(core), c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := newWorker(t, cfg, zap.New(core), c)
 	w.ensureWithin = within
 	return started(t, w), logs
 }
@@ -163,16 +156,8 @@ func TestFindingSearchAttributeOfAnotherTypeFailsTheStart(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	cfg := DefaultConfig()
-	cfg.Instance = "sa-type"
-	cfg.Storage = "file://" + filepath.ToSlash(filepath.Join(t.TempDir(), "storage"))
-	cfg.Listen = "127.0.0.1:0"
-	cfg.FairnessProbe = false
-	w, err := New(cfg, zap.NewNop(), tc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = w.Start(ctx)
+	w := newWorker(t, testConfig(t), zap.NewNop(), tc)
+	err := w.Start(ctx)
 	if err == nil {
 		_ = w.Stop(ctx)
 		t.Fatal("the worker started with WalReclaimed registered as Keyword")

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zaptest"
+	"github.com/stretchr/testify/require"
 
 	"github.com/walkeeper/walkeeper/store"
 )
@@ -18,8 +18,7 @@ func TestAbandonedSealStillRunsTheCountTrigger(t *testing.T) {
 	appendIDs(t, ge, "g1")
 	release := make(chan struct{})
 	rs := &recStarter{}
-	sw := NewFlusher(FlusherOptions{Interval: time.Hour, Timeout: 20 * time.Millisecond, MergeAfterGenerations: 1,
-		Start: rs.start, Logger: zaptest.NewLogger(t), Resident: db.Resident,
+	sw := testFlusher(t, FlusherOptions{Timeout: 20 * time.Millisecond, MergeAfterGenerations: 1, Start: rs.start, Resident: db.Resident,
 		Flush: func(ctx context.Context, s *store.Store) (store.FlushResult, error) {
 			select {
 			case <-release:
@@ -28,26 +27,13 @@ func TestAbandonedSealStillRunsTheCountTrigger(t *testing.T) {
 			}
 			return s.Flush(ctx)
 		}})
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := sw.Stop(ctx); err != nil {
-			t.Error(err)
-		}
-	})
-
 	sw.FlushKind(context.Background(), store.KindGeneric) // abandoned after 20ms
 	if rs.count() != 0 {
 		t.Fatal("a start before the seal completed")
 	}
 	close(release)
-	deadline := time.Now().Add(10 * time.Second)
-	for rs.count() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the abandoned seal completed with 1 pending generation and no merge was started")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	require.Eventually(t, func() bool { return rs.count() > 0 }, 10*time.Second, 10*time.Millisecond,
+		"the abandoned seal completed with 1 pending generation and no merge was started")
 	sw.triggers.wg.Wait()
 	if rs.count() != 1 {
 		t.Fatalf("starts = %d, want 1", rs.count())

@@ -16,10 +16,9 @@ import (
 )
 
 // An eviction whose final seal fails keeps its store resident with the dead writer, whose
-// acknowledged rows are in the WAL only. The flush sweeper sealed only stores with a live
-// writer, so with no idle eviction and the store count under the max those rows reached no
-// other process until the next append or explicit flush; its next pass now claims the shard,
-// replays the WAL and seals them.
+// acknowledged rows are in the WAL only: with no idle eviction and the store count under the
+// max, only the flush sweeper's next pass, which claims the shard, replays the WAL and seals
+// them, lets another process read them before the next append or explicit flush.
 func TestFindingFlusherSealsTheRowsOfADeadWriter(t *testing.T) {
 	ctx := context.Background()
 	raw, err := objstore.OpenBucket(ctx, fmt.Sprintf("mem://flush-dead-%d", time.Now().UnixNano()))
@@ -71,9 +70,7 @@ func TestFindingFlusherSealsTheRowsOfADeadWriter(t *testing.T) {
 	}
 	// No Open follows and no idle eviction runs: only the sweeper may seal "late".
 
-	sw := NewFlusher(FlusherOptions{Interval: time.Hour, Logger: zaptest.NewLogger(t), Resident: db.Resident})
-	t.Cleanup(func() { _ = sw.Stop(context.Background()) })
-	sw.FlushOnce(ctx)
+	testFlusher(t, FlusherOptions{Resident: db.Resident}).FlushOnce(ctx)
 
 	reader, err := open(raw, "r", 0).Open(ctx, s.Target())
 	if err != nil {

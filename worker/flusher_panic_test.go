@@ -19,9 +19,9 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// The flush sweeper seals each store in a goroutine of its own: a panic of the seal ended the
-// process. Now it is the seal's error, logged with its stack and counted, the store is no
-// longer marked as sealing, and the next pass seals it instead of skipping it for good.
+// The flush sweeper seals each store in a goroutine of its own, whose panic would end the
+// process: it is the seal's error, logged with its stack and counted, the store is no longer
+// marked as sealing, and the next pass seals it instead of skipping it for good.
 func TestFindingAPanicInASweeperSealFailsThatSealOnly(t *testing.T) {
 	m := NewMetrics(nil)
 	db, _, ge := testDB(t, m)
@@ -29,21 +29,14 @@ func TestFindingAPanicInASweeperSealFailsThatSealOnly(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
 	var panics atomic.Int32
 	panics.Store(1)
-	sw := NewFlusher(FlusherOptions{
-		Interval: time.Hour,
-		Timeout:  5 * time.Second,
-		Logger:   zap.New(core),
-		Metrics:  m,
-		Resident: db.Resident,
+	sw := testFlusher(t, FlusherOptions{Timeout: 5 * time.Second, Logger: zap.New(core), Metrics: m, Resident: db.Resident,
 		Flush: func(ctx context.Context, s *store.Store) (store.FlushResult, error) {
 			if panics.Add(-1) == 0 {
 				panictest.Injected()
 				panic("injected: a seal panicked")
 			}
 			return s.Flush(ctx)
-		},
-	})
-	t.Cleanup(func() { _ = sw.Stop(context.Background()) })
+		}})
 	before := store.RecoveredPanics()
 
 	sw.FlushKind(context.Background(), store.KindGeneric)
@@ -57,9 +50,9 @@ func TestFindingAPanicInASweeperSealFailsThatSealOnly(t *testing.T) {
 	require.Equal(t, 1.0, testutil.ToFloat64(m.Store.FlushTotal.WithLabelValues("generic", "sealed")))
 }
 
-// A count trigger starts MergeWal in a goroutine of its own: a panic of the start ended the
-// process. Now it is that start's failure, logged and counted, the store's start is no longer
-// in flight, and the next pass retries it.
+// A count trigger starts MergeWal in a goroutine of its own, whose panic would end the
+// process: it is that start's failure, logged and counted, the store's start is no longer in
+// flight, and the next pass retries it.
 func TestFindingAPanicInATriggerStartFailsThatStart(t *testing.T) {
 	m := NewMetrics(nil)
 	db, _, ge := testDB(t, m)
@@ -74,9 +67,8 @@ func TestFindingAPanicInATriggerStartFailsThatStart(t *testing.T) {
 		run.On("GetRunID").Return("r1")
 		return run, nil
 	}
-	sw := NewFlusher(FlusherOptions{Interval: time.Hour, MergeAfterGenerations: 1, Start: start,
+	sw := testFlusher(t, FlusherOptions{MergeAfterGenerations: 1, Start: start,
 		Logger: zap.NewNop(), Metrics: m, Resident: db.Resident})
-	t.Cleanup(func() { _ = sw.Stop(context.Background()) })
 	before := store.RecoveredPanics()
 
 	appendIDs(t, ge, "g1")

@@ -1,7 +1,9 @@
 package worker
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -48,18 +50,34 @@ func testDB(t *testing.T, m *Metrics) (*store.DB, *store.Store, *store.Store) {
 	return db, ro, ge
 }
 
+// testFlusher is NewFlusher of o, sweeping hourly (tests call FlushKind or FlushOnce) unless
+// o says otherwise, logging to t unless o has a logger, and stopped when t ends.
+func testFlusher(t *testing.T, o FlusherOptions) *Flusher {
+	t.Helper()
+	o.Interval = cmp.Or(o.Interval, time.Hour)
+	if o.Logger == nil {
+		o.Logger = zaptest.NewLogger(t)
+	}
+	fl := NewFlusher(o)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := fl.Stop(ctx); err != nil {
+			t.Errorf("flusher Stop: %v", err)
+		}
+	})
+	return fl
+}
+
 // appendIDs appends one row per id (both test schemas need only the key) through the codec.
 func appendIDs(t *testing.T, s *store.Store, ids ...string) {
 	t.Helper()
-	body := "["
-	for i, id := range ids {
-		if i > 0 {
-			body += ","
-		}
-		body += fmt.Sprintf(`{"id":%q}`, id)
+	var objs []map[string]string
+	for _, id := range ids {
+		objs = append(objs, map[string]string{"id": id})
 	}
-	body += "]"
-	rows, err := s.Codec().DecodeJSON([]byte(body), 0)
+	body, _ := json.Marshal(objs)
+	rows, err := s.Codec().DecodeJSON(body, 0)
 	if err != nil {
 		t.Fatalf("decode %s: %v", body, err)
 	}
@@ -73,10 +91,9 @@ func appendIDs(t *testing.T, s *store.Store, ids ...string) {
 func wedgedFlusher(t *testing.T, m *Metrics, db *store.DB, timeout time.Duration, release chan struct{}) (roEntered, geFlushes *atomic.Int32) {
 	t.Helper()
 	roEntered, geFlushes = new(atomic.Int32), new(atomic.Int32)
-	fl := NewFlusher(FlusherOptions{
+	fl := testFlusher(t, FlusherOptions{
 		Interval: 10 * time.Millisecond,
 		Timeout:  timeout,
-		Logger:   zaptest.NewLogger(t),
 		Metrics:  m,
 		Resident: db.Resident,
 		Flush: func(ctx context.Context, s *store.Store) (store.FlushResult, error) {
@@ -92,13 +109,6 @@ func wedgedFlusher(t *testing.T, m *Metrics, db *store.DB, timeout time.Duration
 		},
 	})
 	fl.Start(context.Background())
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := fl.Stop(ctx); err != nil {
-			t.Errorf("Stop: %v", err)
-		}
-	})
 	return roEntered, geFlushes
 }
 
@@ -190,8 +200,8 @@ func TestSlowMergeStartDoesNotDelaySeals(t *testing.T) {
 		return rs.start(ctx, tg, in)
 	}
 	var sealed atomic.Int32
-	sw := NewFlusher(FlusherOptions{Interval: time.Hour, MergeAfterGenerations: 1, Start: slow,
-		Logger: zaptest.NewLogger(t), Resident: db.Resident,
+	sw := testFlusher(t, FlusherOptions{MergeAfterGenerations: 1, Start: slow,
+		Resident: db.Resident,
 		Flush: func(ctx context.Context, s *store.Store) (store.FlushResult, error) {
 			res, err := s.Flush(ctx)
 			if err == nil && res.Sealed {
@@ -228,10 +238,9 @@ func TestSlowMergeStartDoesNotDelaySeals(t *testing.T) {
 	}
 }
 
-// The flusher seals only stores with a writer in this process. A store that is resident
-// only because it was read, scanned or merged costs nothing per tick (before, every tick
-// listed its WAL prefix). Rows a crashed earlier run left in
-// the WAL are still sealed: DB.Recover replays them at worker start.
+// The flusher seals only stores with a writer in this process: a store resident only because
+// it was read, scanned or merged costs no listing of its WAL per tick. Rows a crashed earlier
+// run left in the WAL are still sealed: DB.Recover replays them at worker start.
 func TestFlusherSkipsStoresWithoutWriterAndRecoverSealsCrashWAL(t *testing.T) {
 	ctx := context.Background()
 	root := "file://" + filepath.ToSlash(filepath.Join(t.TempDir(), "storage"))
@@ -270,7 +279,7 @@ func TestFlusherSkipsStoresWithoutWriterAndRecoverSealsCrashWAL(t *testing.T) {
 		}
 	}
 	var flushed atomic.Int32
-	sw := NewFlusher(FlusherOptions{Interval: time.Hour, Logger: zaptest.NewLogger(t), Resident: db.Resident,
+	sw := testFlusher(t, FlusherOptions{Resident: db.Resident,
 		Flush: func(ctx context.Context, s *store.Store) (store.FlushResult, error) {
 			flushed.Add(1)
 			return s.Flush(ctx)
@@ -307,9 +316,6 @@ func TestFlusherSkipsStoresWithoutWriterAndRecoverSealsCrashWAL(t *testing.T) {
 	if n := flushed.Load(); n != 1 {
 		t.Fatalf("swept %d stores after Recover, want the one with a writer", n)
 	}
-	if err := sw.Stop(ctx); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // FlushOnce flushes every kind concurrently and returns when all three passes, and the merge
@@ -317,11 +323,7 @@ func TestFlusherSkipsStoresWithoutWriterAndRecoverSealsCrashWAL(t *testing.T) {
 func (fl *Flusher) FlushOnce(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, k := range store.Kinds {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			fl.FlushKind(ctx, k)
-		}()
+		wg.Go(func() { fl.FlushKind(ctx, k) })
 	}
 	wg.Wait()
 	fl.triggers.wg.Wait()
@@ -360,9 +362,8 @@ func TestFlusherSealHungOnStorageFailsAndALaterPassSeals(t *testing.T) {
 	var mu sync.Mutex
 	var sealErr error
 	sealed := make(chan struct{})
-	fl := NewFlusher(FlusherOptions{
+	fl := testFlusher(t, FlusherOptions{
 		Timeout:  time.Millisecond, // every pass abandons the hung seal at once
-		Logger:   zaptest.NewLogger(t),
 		Metrics:  m,
 		Resident: db.Resident,
 		Flush: func(ctx context.Context, s *store.Store) (store.FlushResult, error) {
@@ -379,7 +380,6 @@ func TestFlusherSealHungOnStorageFailsAndALaterPassSeals(t *testing.T) {
 			return res, err
 		},
 	})
-	t.Cleanup(func() { _ = fl.Stop(context.Background()) })
 	deadline := time.After(30 * time.Second)
 	for done := false; !done; {
 		fl.FlushKind(ctx, store.KindGeneric)

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"go.uber.org/zap"
 
@@ -36,22 +35,9 @@ var fuzzSeq atomic.Int64
 // straight to the handler (httptest), not through a socket.
 func fuzzServer(f *testing.F) http.Handler {
 	f.Helper()
-	cfg := DefaultConfig()
-	cfg.Instance = "fuzz"
+	cfg := testConfig(f)
 	cfg.Storage = fmt.Sprintf("mem://worker-fuzz-%d-%d", os.Getpid(), fuzzSeq.Add(1))
-	cfg.Listen = "127.0.0.1:0"
-	cfg.FlushInterval = 0
-	cfg.SweepInterval = 0
-	cfg.ShutdownTimeout = 10 * time.Second
-	w, err := New(cfg, zap.NewNop(), nil)
-	if err != nil {
-		f.Fatal(err)
-	}
-	if err := w.Start(context.Background()); err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { _ = w.Stop(context.Background()) })
-	h := w.Handler()
+	h := startWorkerLogging(f, cfg, nil, zap.NewNop()).Handler()
 	for _, c := range []struct{ kind, body string }{
 		{"generic", fuzzGenericSchema},
 		{"rollout", ""},

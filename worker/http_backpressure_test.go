@@ -6,10 +6,8 @@ import (
 	"slices"
 	"sync"
 	"testing"
-	"time"
 
 	"go.temporal.io/sdk/client"
-	"go.uber.org/zap/zaptest"
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
@@ -33,9 +31,7 @@ func TestDebtKickCrowdedOutTriesAgain(t *testing.T) {
 		}
 		return &fakeRun{id: "merge-wal/" + tg.Path(), runID: "run-1"}, nil
 	}
-	sw := NewFlusher(FlusherOptions{Interval: time.Hour, Start: start, Logger: zaptest.NewLogger(t), Metrics: m,
-		Resident: func() []*store.Store { return nil }})
-	t.Cleanup(func() { _ = sw.Stop(context.Background()) })
+	sw := testFlusher(t, FlusherOptions{Start: start, Metrics: m, Resident: func() []*store.Store { return nil }})
 	for i := range maxStartsInFlight {
 		if !sw.triggers.fire(TriggerDebt, store.Target{Kind: store.KindGeneric, Name: fmt.Sprintf("busy%d", i)}, 1, "busy") {
 			t.Fatalf("start %d did not launch", i)

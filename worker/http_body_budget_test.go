@@ -33,13 +33,7 @@ func TestHTTPBodiesShareTheBodyBudget(t *testing.T) {
 	_, err = fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 1024\r\n\r\n%s",
 		rows, w.HTTPAddr(), held[:10])
 	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		if w.api.bodies.sem.TryAcquire(1) {
-			w.api.bodies.sem.Release(1)
-			return false
-		}
-		return true
-	}, 10*time.Second, 10*time.Millisecond, "the stalled body holds the whole budget")
+	require.Eventually(t, func() bool { return !w.api.bodies.free(1) }, 10*time.Second, 10*time.Millisecond, "the stalled body holds the whole budget")
 
 	r := c.postJSON(rows, `[{"id":"a"}]`)
 	expect(t, r, http.StatusServiceUnavailable, CodeBudgetBusy)

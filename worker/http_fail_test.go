@@ -4,17 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
 
-	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
 )
 
@@ -22,16 +19,7 @@ import (
 func observedWorker(t *testing.T, cfg Config, start MergeStarter) (*Worker, *observer.ObservedLogs) {
 	t.Helper()
 	core, logs := observer.New(zapcore.DebugLevel)
-	w, err := New(cfg, zap.New(core), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.start = start
-	if err := w.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = w.Stop(context.Background()) })
-	return w, logs
+	return startWorkerLogging(t, cfg, start, zap.New(core)), logs
 }
 
 // A 500 answers a fixed text with a request id, never the error's own text; the log has the
@@ -56,9 +44,7 @@ func TestHTTPInternalErrorsDoNotEchoTheError(t *testing.T) {
 	}
 
 	// A failed MergeWal that was waited for: its ids, not its error.
-	w.api.start = func(_ context.Context, tg store.Target, _ contract.MergeWalInput, _ ...contract.StartOption) (client.WorkflowRun, error) {
-		return &fakeRun{id: "merge-wal/" + tg.Path(), runID: "r", err: errors.New(secret)}, nil
-	}
+	w.api.start = startsRun(fakeRun{err: errors.New(secret)})
 	r = c.do(http.MethodPost, "/api/v1/stores/generic/gs/merge-wal?wait=true", "", nil)
 	m = expect(t, r, http.StatusInternalServerError, CodeMergeFailed)
 	if strings.Contains(string(r.body), "secret") || m["workflow_id"] != "merge-wal/generic/gs" || r.header.Get("X-Request-Id") == "" {
@@ -66,41 +52,38 @@ func TestHTTPInternalErrorsDoNotEchoTheError(t *testing.T) {
 	}
 }
 
-// Long query values of the list routes are refused with their echo clipped: the answer does
-// not grow with what a client sends.
-func TestHTTPClipsLongQueryValues(t *testing.T) {
-	w, _ := observedWorker(t, testConfig(t), nil)
+// Whatever text of a request an error answer echoes (a query value, the path, ?wait=, the
+// Content-Type, the method) is clipped, in the answer and in the request's log line: neither
+// grows with what a client sends.
+func TestHTTPClipsEchoedText(t *testing.T) {
+	w, logs := observedWorker(t, testConfig(t), (&recStarter{}).start)
 	c := newClient(t, w)
-	if r := c.postJSON("/api/v1/stores/generic/gs", genericSchema); r.status != http.StatusCreated {
-		t.Fatalf("create: %d %s", r.status, r.body)
-	}
+	expect(t, c.postJSON("/api/v1/stores/generic/gs", genericSchema), http.StatusCreated, "")
 	long := strings.Repeat("q", 30<<10)
-	for _, tc := range []struct{ path, code string }{
-		{"/api/v1/stores?kind=" + long, CodeUnknownKind},
-		{"/api/v1/stores?limit=" + long, CodeInvalidInput},
-		{"/api/v1/stores?after=" + long, CodeInvalidInput},
-		{"/api/v1/stores?kind=generic&after=rollout:" + long, CodeInvalidInput},
-		{"/api/v1/stores/generic/gs/rows?limit=" + long, CodeInvalidInput},
-		{"/api/v1/stores/generic/gs/rows?source=" + long, CodeInvalidInput},
-		{"/api/v1/stores/" + long + "/gs/rows", CodeUnknownKind},
+	for _, tc := range []struct {
+		what   string
+		r      resp
+		status int
+		code   string
+	}{
+		{"?kind=", c.get("/api/v1/stores?kind=" + long), http.StatusBadRequest, CodeUnknownKind},
+		{"?limit=", c.get("/api/v1/stores?limit=" + long), http.StatusBadRequest, CodeInvalidInput},
+		{"?after=", c.get("/api/v1/stores?after=" + long), http.StatusBadRequest, CodeInvalidInput},
+		{"?after= of another kind", c.get("/api/v1/stores?kind=generic&after=rollout:" + long), http.StatusBadRequest, CodeInvalidInput},
+		{"rows ?limit=", c.get("/api/v1/stores/generic/gs/rows?limit=" + long), http.StatusBadRequest, CodeInvalidInput},
+		{"rows ?source=", c.get("/api/v1/stores/generic/gs/rows?source=" + long), http.StatusBadRequest, CodeInvalidInput},
+		{"kind", c.get("/api/v1/stores/" + long + "/gs/rows"), http.StatusBadRequest, CodeUnknownKind},
+		{"path", c.get("/" + strings.Repeat("p", 40<<10)), http.StatusNotFound, CodeNotFound},
+		{"?wait=", c.do(http.MethodPost, "/api/v1/stores/generic/gs/merge-wal?wait="+long, "", nil), http.StatusBadRequest, CodeInvalidInput},
+		{"content type", c.do(http.MethodPost, "/api/v1/stores/generic/gs/rows", "text/"+long, []byte(`[]`)),
+			http.StatusUnsupportedMediaType, CodeUnsupportedMediaType},
+		{"method", sendWith(t, w, "X"+strings.Repeat("M", 30<<10), "/api/v1/stores/generic/gs/rows", "",
+			map[string]string{"Sec-Fetch-Site": "cross-site"}), http.StatusForbidden, CodeCrossOrigin},
 	} {
-		r := c.get(tc.path)
-		m := expect(t, r, http.StatusBadRequest, tc.code)
+		m := expect(t, tc.r, tc.status, tc.code)
 		if msg := m["error"].(string); len(msg) > 2*maxEchoedText || !strings.Contains(msg, "clipped") {
-			t.Fatalf("%.60s: message of %d bytes: %.300s", tc.path, len(msg), msg)
+			t.Fatalf("%s: message of %d bytes: %.300s", tc.what, len(msg), msg)
 		}
-	}
-}
-
-// A long path is clipped in the answer and in the log line.
-func TestHTTPClipsLongPathsInLogs(t *testing.T) {
-	w, logs := observedWorker(t, testConfig(t), nil)
-	c := newClient(t, w)
-	long := "/" + strings.Repeat("p", 40<<10)
-	r := c.get(long)
-	m := expect(t, r, http.StatusNotFound, CodeNotFound)
-	if msg := m["error"].(string); len(msg) > 2*maxEchoedText || !strings.Contains(msg, "clipped") {
-		t.Fatalf("404 message of %d bytes: %.300s", len(msg), msg)
 	}
 	lines := logs.FilterMessage("http request").All()
 	if len(lines) == 0 {
@@ -116,39 +99,6 @@ func TestHTTPClipsLongPathsInLogs(t *testing.T) {
 	if got := clipText("ab€" + strings.Repeat("c", maxEchoedText)); !strings.HasPrefix(got, "ab€") || !strings.HasSuffix(got, "bytes]") {
 		t.Fatalf("clipText = %q", got)
 	}
-}
-
-// A long ?wait=, Content-Type or method is refused with its echo clipped, as every other text
-// of the request is.
-func TestHTTPClipsLongWaitContentTypeAndMethod(t *testing.T) {
-	w, _ := observedWorker(t, testConfig(t), (&recStarter{}).start)
-	c := newClient(t, w)
-	expect(t, c.postJSON("/api/v1/stores/generic/gs", genericSchema), http.StatusCreated, "")
-	long := strings.Repeat("q", 30<<10)
-	check := func(what string, r resp, status int, code string) {
-		t.Helper()
-		m := expect(t, r, status, code)
-		if msg := m["error"].(string); len(msg) > 3*maxEchoedText || !strings.Contains(msg, "clipped") {
-			t.Fatalf("%s: message of %d bytes: %.300s", what, len(msg), msg)
-		}
-	}
-	check("wait", c.do(http.MethodPost, "/api/v1/stores/generic/gs/merge-wal?wait="+long, "", nil),
-		http.StatusBadRequest, CodeInvalidInput)
-	check("content type", c.do(http.MethodPost, "/api/v1/stores/generic/gs/rows", "text/"+long, []byte(`[]`)),
-		http.StatusUnsupportedMediaType, CodeUnsupportedMediaType)
-
-	req, err := http.NewRequest("X"+strings.Repeat("M", 30<<10), "http://"+w.HTTPAddr()+"/api/v1/stores/generic/gs/rows", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Sec-Fetch-Site", "cross-site")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	body, _ := io.ReadAll(res.Body)
-	check("method", resp{status: res.StatusCode, header: res.Header, body: body}, http.StatusForbidden, CodeCrossOrigin)
 }
 
 // Appends to a store whose WAL this worker's shard cannot replay answer 500 corrupt, and a
@@ -195,14 +145,5 @@ func TestHTTPAppendsAgainstADamagedWALClaimOnce(t *testing.T) {
 	}
 	if n := manifests() - before; n > 1 {
 		t.Fatalf("10 refused appends published %d shard manifest versions, want at most 1 (one claim)", n)
-	}
-}
-
-// A storage request that made no progress for the stall timeout answers 504 timeout, not a
-// 500: the request may succeed when retried.
-func TestStalledStorageAnswersTimeout(t *testing.T) {
-	ae := classify(fmt.Errorf("seal: %w", store.ErrStalled))
-	if ae.Status != http.StatusGatewayTimeout || ae.Code != CodeTimeout {
-		t.Fatalf("classify(stalled) = %d %s, want 504 %s", ae.Status, ae.Code, CodeTimeout)
 	}
 }

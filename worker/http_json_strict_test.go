@@ -91,6 +91,24 @@ func TestCheckMembersFollowsTheType(t *testing.T) {
 	}
 }
 
+// Without a type, checkMembers refuses a repeated member at any depth and malformed JSON.
+func TestCheckMembersWithoutAType(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"a":1,"b":{"a":2}}`:          "",
+		`[{"a":1},{"a":2}]`:            "",
+		`{"a":[{"x":1,"y":[1,{}]}]}`:   "",
+		`{"a":1,"a":2}`:                CodeInvalidInput,
+		`{"a":{"x":1,"x":1}}`:          CodeInvalidInput,
+		`[{"a":[],"b":{},"a":null}]`:   CodeInvalidInput,
+		`{"a":1`:                       CodeInvalidJSON,
+		`{"fields":[],"seal":true} []`: CodeInvalidJSON,
+	} {
+		if err := checkMembers([]byte(body), nil); (err == nil) != (want == "") || err != nil && classify(err).Code != want {
+			t.Errorf("checkMembers(%s, nil) = %v, want %q", body, err, want)
+		}
+	}
+}
+
 // The member check recurses once per nesting level of the body. json.Valid refuses JSON nested
 // deeper than encoding/json's limit (10,000) before the walk starts, so a hostile body
 // neither grows the stack without bound nor gets past the check. Both cases are sent here:

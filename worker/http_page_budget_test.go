@@ -13,6 +13,15 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
+// free reports whether n bytes of b are free, taking none of them.
+func (b *byteBudget) free(n int64) bool {
+	if !b.sem.TryAcquire(n) {
+		return false
+	}
+	b.sem.Release(n)
+	return true
+}
+
 // stalledWriter is the answer of a client that stops reading: its first Write blocks until
 // unblock is closed, then every Write fails as if the client had gone away.
 type stalledWriter struct {
@@ -46,13 +55,7 @@ func TestHTTPListPagesShareThePageBudget(t *testing.T) {
 	expect(t, c.postJSON("/api/v1/stores/generic/gs", genericSchema), http.StatusCreated, "")
 	expect(t, c.postJSON("/api/v1/stores/generic/gs/rows", `[{"id":"a"},{"id":"b"}]`), http.StatusOK, "")
 	rows := "/api/v1/stores/generic/gs/rows"
-	free := func() bool {
-		if w.api.pages.sem.TryAcquire(cfg.PageBudgetBytes) {
-			w.api.pages.sem.Release(cfg.PageBudgetBytes)
-			return true
-		}
-		return false
-	}
+	free := func() bool { return w.api.pages.free(cfg.PageBudgetBytes) }
 	require.True(t, free(), "answered pages give their bytes back")
 
 	stalled := &stalledWriter{header: http.Header{}, writing: make(chan struct{}), unblock: make(chan struct{})}
@@ -143,8 +146,7 @@ func TestHTTPHeadOfAListReadsOneItem(t *testing.T) {
 		require.Equal(t, "application/json", r.header.Get("Content-Type"), path)
 		require.Empty(t, r.body, path)
 	}
-	require.True(t, w.api.pages.sem.TryAcquire(cfg.PageBudgetBytes), "HEADs give their bytes back")
-	w.api.pages.sem.Release(cfg.PageBudgetBytes)
+	require.True(t, w.api.pages.free(cfg.PageBudgetBytes), "HEADs give their bytes back")
 }
 
 // A row read by key takes one row of --max-row-bytes from the page budget, as a page of one
@@ -171,6 +173,5 @@ func TestHTTPRowGetsShareThePageBudget(t *testing.T) {
 	expect(t, r, http.StatusOK, "")
 	require.JSONEq(t, `{"id":"a","n":null,"s":null}`, string(r.body))
 	expect(t, c.get("/api/v1/stores/generic/gs/rows/zz"), http.StatusNotFound, CodeRowNotFound)
-	require.True(t, w.api.pages.sem.TryAcquire(cfg.PageBudgetBytes), "answered rows give their bytes back")
-	w.api.pages.sem.Release(cfg.PageBudgetBytes)
+	require.True(t, w.api.pages.free(cfg.PageBudgetBytes), "answered rows give their bytes back")
 }

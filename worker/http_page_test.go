@@ -28,6 +28,50 @@ func decodeRowsPage(t *testing.T, r resp) rowsPage {
 	return p
 }
 
+// rowPages follows next from GET .../gs/rows?limit=10000&after= until it is empty and returns
+// the pages and each answer's bytes; a page that is empty, over most bytes, escapes HTML, or
+// whose next is not its last row fails t, as does paging past maxPages.
+func (c *apiClient) rowPages(t *testing.T, most int64, maxPages int) (pages []rowsPage, sizes []int) {
+	t.Helper()
+	for after := ""; ; {
+		r := c.get("/api/v1/stores/generic/gs/rows?limit=10000&after=" + url.QueryEscape(after))
+		expect(t, r, http.StatusOK, "")
+		p := decodeRowsPage(t, r)
+		if int64(len(r.body)) > most || len(p.Rows) == 0 || strings.Contains(string(r.body), `\u003c`) {
+			t.Fatalf("page %d: %d rows in %d bytes, --page-bytes %d: %.200s", len(pages), len(p.Rows), len(r.body), most, r.body)
+		}
+		if last := p.Rows[len(p.Rows)-1]["id"]; *p.Next != "" && *p.Next != last {
+			t.Fatalf("page %d: next %q is not its last row %q", len(pages), *p.Next, last)
+		}
+		pages, sizes = append(pages, p), append(sizes, len(r.body))
+		if after = *p.Next; after == "" {
+			return pages, sizes
+		}
+		if len(pages) > maxPages {
+			t.Fatal("paging does not end")
+		}
+	}
+}
+
+// requireIDs fails t unless pages hold want rows, named by format of 0, 1, … in order.
+func requireIDs(t *testing.T, pages []rowsPage, want int, format string) {
+	t.Helper()
+	var got []string
+	for _, p := range pages {
+		for _, row := range p.Rows {
+			got = append(got, row["id"].(string))
+		}
+	}
+	if len(got) != want {
+		t.Fatalf("listed %d rows in %d pages, want %d", len(got), len(pages), want)
+	}
+	for i, id := range got {
+		if w := fmt.Sprintf(format, i); id != w {
+			t.Fatalf("row %d is %s, want %s (order or a repeat)", i, id, w)
+		}
+	}
+}
+
 // A rows page stops before its answer passes --page-bytes, always holds one row, and its next
 // continues exactly after the last row sent: paging by bytes loses and repeats nothing. Rows
 // are sent as they are, '<' included (no HTML escaping).
@@ -42,44 +86,13 @@ func TestListRowsPageBytes(t *testing.T) {
 		rows = append(rows, fmt.Sprintf(`{"id":"r%02d","s":"%s"}`, i, text))
 	}
 	expect(t, c.postJSON("/api/v1/stores/generic/gs/rows", "["+strings.Join(rows, ",")+"]"), http.StatusOK, "")
-
-	var got []string
-	after, pages := "", 0
-	for {
-		r := c.get("/api/v1/stores/generic/gs/rows?limit=1000&after=" + url.QueryEscape(after))
-		expect(t, r, http.StatusOK, "")
-		if int64(len(r.body)) > cfg.PageBytes {
-			t.Fatalf("page %d is %d bytes, over --page-bytes %d", pages, len(r.body), cfg.PageBytes)
-		}
-		if strings.Contains(string(r.body), `\u003c`) || !strings.Contains(string(r.body), "<b>") {
-			t.Fatalf("page %d escapes HTML: %.200s", pages, r.body)
-		}
-		p := decodeRowsPage(t, r)
-		if len(p.Rows) == 0 {
-			t.Fatalf("page %d is empty with next %q", pages, *p.Next)
-		}
-		for _, row := range p.Rows {
-			got = append(got, row["id"].(string))
-		}
-		pages++
-		if *p.Next == "" {
-			break
-		}
-		if *p.Next != got[len(got)-1] {
-			t.Fatalf("page %d: next %q is not its last row %q", pages, *p.Next, got[len(got)-1])
-		}
-		after = *p.Next
-		if pages > 40 {
-			t.Fatal("paging does not end")
-		}
+	if r := c.get("/api/v1/stores/generic/gs/rows?limit=1"); !strings.Contains(string(r.body), text) {
+		t.Fatalf("a row is not sent as it is: %.200s", r.body)
 	}
-	if len(got) != 40 || pages < 10 {
-		t.Fatalf("listed %d rows in %d pages, want 40 rows in >= 10 pages of 4 KiB", len(got), pages)
-	}
-	for i, id := range got {
-		if want := fmt.Sprintf("r%02d", i); id != want {
-			t.Fatalf("row %d is %s, want %s (order or a repeat)", i, id, want)
-		}
+	pages, _ := c.rowPages(t, cfg.PageBytes, 40)
+	requireIDs(t, pages, 40, "r%02d")
+	if len(pages) < 10 {
+		t.Fatalf("40 rows in %d pages, want >= 10 pages of 4 KiB", len(pages))
 	}
 
 	// The row limit still applies, and a row larger than the page bound comes alone.
@@ -118,30 +131,8 @@ func TestListRowsPageBytesMixedSizes(t *testing.T) {
 	}
 	expect(t, c.postJSON("/api/v1/stores/generic/gs/rows", "["+strings.Join(rows, ",")+"]"), http.StatusOK, "")
 
-	var pages []rowsPage
-	var sizes []int // each answer's bytes
-	after := ""
-	for len(pages) <= len(rows) {
-		r := c.get("/api/v1/stores/generic/gs/rows?limit=10000&after=" + url.QueryEscape(after))
-		expect(t, r, http.StatusOK, "")
-		p := decodeRowsPage(t, r)
-		if int64(len(r.body)) > cfg.PageBytes || len(p.Rows) == 0 {
-			t.Fatalf("page %d: %d rows in %d bytes, --page-bytes %d", len(pages), len(p.Rows), len(r.body), cfg.PageBytes)
-		}
-		pages, sizes = append(pages, p), append(sizes, len(r.body))
-		if *p.Next == "" {
-			break
-		}
-		after = *p.Next
-	}
-	var got []string
-	for i, p := range pages {
-		for _, row := range p.Rows {
-			got = append(got, row["id"].(string))
-		}
-		if i == len(pages)-1 {
-			break
-		}
+	pages, sizes := c.rowPages(t, cfg.PageBytes, len(rows))
+	for i, p := range pages[:len(pages)-1] {
 		next, err := json.Marshal(pages[i+1].Rows[0])
 		if err != nil {
 			t.Fatal(err)
@@ -150,14 +141,7 @@ func TestListRowsPageBytesMixedSizes(t *testing.T) {
 			t.Errorf("page %d (%d rows, %d bytes) ends though its next row (%d bytes) fits", i, len(p.Rows), sizes[i], len(next))
 		}
 	}
-	if len(got) != len(rows) {
-		t.Fatalf("listed %d rows in %d pages, want %d", len(got), len(pages), len(rows))
-	}
-	for i, id := range got {
-		if want := fmt.Sprintf("r%03d", i); id != want {
-			t.Fatalf("row %d is %s, want %s (order or a repeat)", i, id, want)
-		}
-	}
+	requireIDs(t, pages, len(rows), "r%03d")
 }
 
 // With small rows and a large limit a page is complete (limit rows, next set), and the last

@@ -65,10 +65,16 @@ func TestHTTPPanicReleasesTheBodyBudget(t *testing.T) {
 		w.api.ServeHTTP(rec, req)
 		require.Equal(t, http.StatusInternalServerError, rec.Code, rec.Body.String())
 		require.Contains(t, rec.Body.String(), `"code":"internal"`)
-		require.True(t, w.api.bodies.sem.TryAcquire(cfg.BodyBudgetBytes), "the panicked request kept its body's bytes")
-		w.api.bodies.sem.Release(cfg.BodyBudgetBytes)
+		require.True(t, w.api.bodies.free(cfg.BodyBudgetBytes), "the panicked request kept its body's bytes")
 	}
 	expect(t, c.postJSON("/api/v1/stores/generic/gs/rows", `[{"id":"a"}]`), http.StatusOK, "")
+}
+
+// recoveredFrom is what f panics with (nil: it returns).
+func recoveredFrom(f func()) (v any) {
+	defer func() { v = recover() }()
+	f()
+	return nil
 }
 
 // panicWriter is an answer whose body Write panics once the status is sent.
@@ -96,15 +102,9 @@ func TestHTTPPanicAfterTheStatusAbortsAndReleasesThePageBudget(t *testing.T) {
 	req := httptest.NewRequest(http.MethodGet, "/api/v1/stores/generic/gs/rows", nil)
 	req.Host = "127.0.0.1"
 	pw := &panicWriter{header: http.Header{}}
-	var got any
-	func() {
-		defer func() { got = recover() }()
-		w.api.ServeHTTP(pw, req)
-	}()
-	require.Equal(t, http.ErrAbortHandler, got)
+	require.Equal(t, http.ErrAbortHandler, recoveredFrom(func() { w.api.ServeHTTP(pw, req) }))
 	require.Equal(t, http.StatusOK, pw.status, "one status, the page's")
-	require.True(t, w.api.pages.sem.TryAcquire(cfg.PageBudgetBytes), "the panicked page kept its bytes")
-	w.api.pages.sem.Release(cfg.PageBudgetBytes)
+	require.True(t, w.api.pages.free(cfg.PageBudgetBytes), "the panicked page kept its bytes")
 
 	const route = "GET /api/v1/stores/{kind}/{name}/rows"
 	require.Equal(t, 1.0, testutil.ToFloat64(w.api.metrics.httpPanics.WithLabelValues(route)))
@@ -117,11 +117,7 @@ func TestHTTPPanicAfterTheStatusAbortsAndReleasesThePageBudget(t *testing.T) {
 	w.api.mux.HandleFunc("GET /test/abort", func(http.ResponseWriter, *http.Request) { panic(http.ErrAbortHandler) })
 	req = httptest.NewRequest(http.MethodGet, "/test/abort", bytes.NewReader(nil))
 	req.Host = "127.0.0.1"
-	func() {
-		defer func() { got = recover() }()
-		w.api.ServeHTTP(httptest.NewRecorder(), req)
-	}()
-	require.Equal(t, http.ErrAbortHandler, got)
+	require.Equal(t, http.ErrAbortHandler, recoveredFrom(func() { w.api.ServeHTTP(httptest.NewRecorder(), req) }))
 	require.Equal(t, 0.0, testutil.ToFloat64(w.api.metrics.httpPanics.WithLabelValues("GET /test/abort")))
 	require.Len(t, logs.FilterMessage("handler panicked").All(), 1)
 }

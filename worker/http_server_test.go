@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/client"
-
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
 )
@@ -143,21 +141,6 @@ func TestHTTPMaxConnections(t *testing.T) {
 	}
 }
 
-// slowRun is a workflow run whose result comes after a delay.
-type slowRun struct {
-	fakeRun
-	delay time.Duration
-}
-
-func (r *slowRun) Get(ctx context.Context, v any) error {
-	select {
-	case <-time.After(r.delay):
-		return r.fakeRun.Get(ctx, v)
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // merge-wal?wait=true outlives both timeouts: the answer gets a fresh write deadline after the
 // wait, and the read deadline (which net/http clears once the request is read) does not cancel
 // the wait.
@@ -167,11 +150,7 @@ func TestHTTPMergeWaitOutlivesTheTimeouts(t *testing.T) {
 	// the wait outlasts both three times.
 	cfg.HTTPReadTimeout = time.Second
 	cfg.HTTPWriteTimeout = time.Second
-	start := func(_ context.Context, tg store.Target, _ contract.MergeWalInput, _ ...contract.StartOption) (client.WorkflowRun, error) {
-		return &slowRun{fakeRun: fakeRun{id: "merge-wal/" + tg.Path(), runID: "r",
-			result: contract.MergeWalResult{Target: tg.String(), Reclaimed: 1}}, delay: 3 * time.Second}, nil
-	}
-	w := startWorker(t, cfg, start)
+	w := startWorker(t, cfg, startsRun(fakeRun{result: contract.MergeWalResult{Reclaimed: 1}, delay: 3 * time.Second}))
 	c := newClient(t, w)
 	// Created directly: a busy machine may take longer than these timeouts to answer a create.
 	if _, err := w.DB().Create(context.Background(), store.Target{Kind: store.KindRollout, Name: "ro"}, store.CreateOptions{}); err != nil {
@@ -189,26 +168,17 @@ func TestHTTPMergeWaitOutlivesTheTimeouts(t *testing.T) {
 // No answer is compressed, whatever Accept-Encoding asks: a compressor holds hundreds of KiB
 // per request, which no budget counts. /metrics, whose handler would gzip, answers plain text.
 func TestHTTPAnswersAreNotCompressed(t *testing.T) {
-	_, c, _ := serveAPI(t, testConfig(t))
+	w, c, _ := serveAPI(t, testConfig(t))
 	expect(t, c.postJSON("/api/v1/stores/generic/gs", genericSchema), http.StatusCreated, "")
 	for _, path := range []string{"/metrics", "/healthz", "/api/v1/stores", "/api/v1/stores/generic/gs/rows", "/api/v1/stores/generic/gs/stats", "/nope"} {
 		for _, enc := range []string{"gzip", "gzip, deflate, br, zstd", "*"} {
-			req, err := http.NewRequest(http.MethodGet, c.base+path, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			req.Header.Set("Accept-Encoding", enc) // set by hand, so the client does not decompress
-			res, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, _ := io.ReadAll(res.Body)
-			res.Body.Close()
-			if ce := res.Header.Get("Content-Encoding"); ce != "" {
+			// Set by hand, so the client does not decompress.
+			r := sendWith(t, w, http.MethodGet, path, "", map[string]string{"Accept-Encoding": enc})
+			if ce := r.header.Get("Content-Encoding"); ce != "" {
 				t.Fatalf("%s with Accept-Encoding %q: Content-Encoding %q", path, enc, ce)
 			}
-			if path == "/metrics" && !strings.Contains(string(body), "walkeeper_http_requests_total") {
-				t.Fatalf("%s with Accept-Encoding %q: not the text exposition: %.80q", path, enc, body)
+			if path == "/metrics" && !strings.Contains(string(r.body), "walkeeper_http_requests_total") {
+				t.Fatalf("%s with Accept-Encoding %q: not the text exposition: %.80q", path, enc, r.body)
 			}
 		}
 	}

@@ -24,7 +24,7 @@ func TestMain(m *testing.M) { panictest.Main(m, store.RecoveredPanics) }
 // A panic in a goroutine the store starts for a request (here a read's manifest loads, which
 // run in an errgroup) is answered like the handler's own panic: 500 internal with a request
 // id, logged with the panicking goroutine's stack and counted in walkeeper_http_panics_total,
-// and the process serves the next request. Before, it ended the process.
+// and the process serves the next request instead of ending.
 func TestFindingStoreGoroutinePanicIsAnswered500Internal(t *testing.T) {
 	cfg := testConfig(t)
 	w, c, _ := serveAPI(t, cfg)

@@ -30,27 +30,11 @@ func TestListStoresSkipsForeignRegistryFiles(t *testing.T) {
 	}
 	for _, limit := range []string{"1", "2", "500"} {
 		var names []string
-		after := ""
-		for pages := 0; ; pages++ {
-			if pages > 3 {
-				t.Fatalf("limit %s: paging does not end: %v", limit, names)
-			}
-			q := "/api/v1/stores?kind=generic&limit=" + limit
-			if after != "" {
-				q += "&after=" + url.QueryEscape(after)
-			}
-			r := c.get(q)
-			expect(t, r, http.StatusOK, "")
-			body := r.json(t)
-			for _, s := range body["stores"].([]any) {
+		c.listAllStores(t, url.Values{"kind": {"generic"}, "limit": {limit}}, 3, func(_ resp, stores []any, _ string) {
+			for _, s := range stores {
 				names = append(names, s.(map[string]any)["name"].(string))
 			}
-			next, _ := body["next"].(string)
-			if next == "" {
-				break
-			}
-			after = next
-		}
+		})
 		if strings.Join(names, ",") != "a,m,z" {
 			t.Fatalf("limit %s: listed %v, want a, m, z", limit, names)
 		}

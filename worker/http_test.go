@@ -13,7 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/walkeeper/walkeeper/contract"
@@ -43,7 +42,7 @@ func TestHTTPRoutesHappyPath(t *testing.T) {
 		t.Fatalf("stores?kind=generic = %s", list.body)
 	}
 
-	// append, get, list rows.
+	// append and get rows (TestListRowsLimit pages through them).
 	r := c.postJSON("/api/v1/stores/generic/gs/rows", `[{"id":"a","n":1,"s":"x"},{"id":"b","n":2},{"id":"c"}]`)
 	expect(t, r, http.StatusOK, "")
 	if r.json(t)["appended"] != float64(3) {
@@ -54,18 +53,6 @@ func TestHTTPRoutesHappyPath(t *testing.T) {
 	if row := r.json(t); row["id"] != "a" || row["n"] != float64(1) || row["s"] != "x" {
 		t.Fatalf("get = %s", r.body)
 	}
-	r = c.get("/api/v1/stores/generic/gs/rows?limit=2")
-	expect(t, r, http.StatusOK, "")
-	page := r.json(t)
-	if rows := page["rows"].([]any); len(rows) != 2 || page["next"] == "" {
-		t.Fatalf("page 1 = %s", r.body)
-	}
-	r = c.get("/api/v1/stores/generic/gs/rows?limit=2&after=" + page["next"].(string))
-	page = r.json(t)
-	if rows := page["rows"].([]any); len(rows) != 1 || rows[0].(map[string]any)["id"] != "c" || page["next"] != "" {
-		t.Fatalf("page 2 = %s", r.body)
-	}
-
 	// delete is a tombstone.
 	expect(t, c.do(http.MethodDelete, "/api/v1/stores/generic/gs/rows/b", "", nil), http.StatusOK, "")
 	expect(t, c.get("/api/v1/stores/generic/gs/rows/b"), http.StatusNotFound, CodeRowNotFound)
@@ -235,13 +222,7 @@ func TestHTTPBadInputWritesNothing(t *testing.T) {
 		}()
 		req, _ := http.NewRequest(http.MethodPost, c.base+rows, pr)
 		req.Header.Set("Content-Type", "application/json")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		expect(t, resp{status: res.StatusCode, header: res.Header, body: b}, 413, CodeBodyTooLarge)
+		expect(t, send(t, nil, req), 413, CodeBodyTooLarge)
 	})
 
 	// An empty chunked body (no Content-Length) is an empty body too, whatever its type.
@@ -253,13 +234,7 @@ func TestHTTPBadInputWritesNothing(t *testing.T) {
 			if ctype != "" {
 				req.Header.Set("Content-Type", ctype)
 			}
-			res, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, _ := io.ReadAll(res.Body)
-			res.Body.Close()
-			expect(t, resp{status: res.StatusCode, header: res.Header, body: b}, 503, CodeTemporalUnavailable)
+			expect(t, send(t, nil, req), 503, CodeTemporalUnavailable)
 		}
 	})
 
@@ -306,16 +281,7 @@ func TestHTTPAuth(t *testing.T) {
 	expect(t, c.get("/metrics"), http.StatusOK, "")
 	expect(t, c.postJSON("/api/v1/stores/generic/gs", genericSchema), http.StatusCreated, "")
 	// Scheme is case-insensitive.
-	req, _ := http.NewRequest(http.MethodGet, c.base+"/api/v1/stores", nil)
-	req.Header.Set("Authorization", "bearer s3cret-token")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		t.Fatalf("lower-case scheme: %d", res.StatusCode)
-	}
+	expect(t, sendWith(t, w, http.MethodGet, "/api/v1/stores", "", map[string]string{"Authorization": "bearer s3cret-token"}), http.StatusOK, "")
 }
 
 // Appends and deletes are writes: a shard at --pending-max refuses them, writes nothing of
@@ -421,53 +387,31 @@ func TestHTTPMergeWalErrors(t *testing.T) {
 	}
 	rs.setFail(nil)
 
-	failing := func(_ context.Context, t store.Target, _ contract.MergeWalInput, _ ...contract.StartOption) (client.WorkflowRun, error) {
-		return &fakeRun{id: "merge-wal/" + t.Path(), runID: "r", err: errors.New("activity failed")}, nil
-	}
-	w.api.start = failing
-	r = c.do(http.MethodPost, "/api/v1/stores/generic/gs/merge-wal?wait=1", "", nil)
-	m := expect(t, r, http.StatusInternalServerError, CodeMergeFailed)
-	if m["workflow_id"] != "merge-wal/generic/gs" {
-		t.Fatalf("merge_failed lacks workflow_id: %s", r.body)
-	}
-
-	// Cancelled in Temporal Web, or terminated (a reset terminates the run it replaces): a
-	// conflict that says so, not a failure.
-	for said, stop := range map[string]error{"was cancelled": temporal.NewCanceledError(), "was terminated": &temporal.TerminatedError{}} {
-		w.api.start = func(_ context.Context, t store.Target, _ contract.MergeWalInput, _ ...contract.StartOption) (client.WorkflowRun, error) {
-			return &fakeRun{id: "merge-wal/" + t.Path(), runID: "r", err: fmt.Errorf("workflow execution error: %w", stop)}, nil
-		}
-		r = c.do(http.MethodPost, "/api/v1/stores/generic/gs/merge-wal?wait=1", "", nil)
-		m = expect(t, r, http.StatusConflict, CodeMergeStopped)
-		if m["workflow_id"] != "merge-wal/generic/gs" || !strings.Contains(fmt.Sprint(m["error"]), said) {
-			t.Fatalf("merge_stopped answer: %s", r.body)
-		}
-	}
-
-	// Ended by Temporal at its run timeout: a timeout that says so. An activity's timeout or
-	// cancel that failed the run is a failure of the run, not how the run ended.
-	runTimeout := temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_START_TO_CLOSE, nil)
-	activityTimeout := temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil)
+	// How a waited-for run ended: failed; cancelled in Temporal Web or terminated (a reset
+	// terminates the run it replaces), a conflict that says so; ended by Temporal at its run
+	// timeout, a timeout that says so. An activity's timeout or cancel that failed the run is
+	// a failure of the run, not how the run ended. Every answer carries the run's ids.
+	wrapped := func(err error) error { return fmt.Errorf("workflow execution error: %w", err) }
 	for _, tc := range []struct {
 		err    error
 		status int
 		code   string
+		said   string
 	}{
-		{fmt.Errorf("workflow execution error: %w", runTimeout), http.StatusGatewayTimeout, CodeMergeTimedOut},
-		{fmt.Errorf("workflow execution error: %w", &temporal.ActivityError{}), http.StatusInternalServerError, CodeMergeFailed},
-		{fmt.Errorf("workflow execution error: %w", fmt.Errorf("%w: %w", &temporal.ActivityError{}, activityTimeout)), http.StatusInternalServerError, CodeMergeFailed},
-		{fmt.Errorf("workflow execution error: %w", fmt.Errorf("%w: %w", &temporal.ActivityError{}, temporal.NewCanceledError())), http.StatusInternalServerError, CodeMergeFailed},
+		{errors.New("activity failed"), http.StatusInternalServerError, CodeMergeFailed, ""},
+		{wrapped(temporal.NewCanceledError()), http.StatusConflict, CodeMergeStopped, "was cancelled"},
+		{wrapped(&temporal.TerminatedError{}), http.StatusConflict, CodeMergeStopped, "was terminated"},
+		{wrapped(temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_START_TO_CLOSE, nil)), http.StatusGatewayTimeout, CodeMergeTimedOut, "run timeout"},
+		{wrapped(&temporal.ActivityError{}), http.StatusInternalServerError, CodeMergeFailed, ""},
+		{wrapped(fmt.Errorf("%w: %w", &temporal.ActivityError{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil))),
+			http.StatusInternalServerError, CodeMergeFailed, ""},
+		{wrapped(fmt.Errorf("%w: %w", &temporal.ActivityError{}, temporal.NewCanceledError())), http.StatusInternalServerError, CodeMergeFailed, ""},
 	} {
-		w.api.start = func(_ context.Context, t store.Target, _ contract.MergeWalInput, _ ...contract.StartOption) (client.WorkflowRun, error) {
-			return &fakeRun{id: "merge-wal/" + t.Path(), runID: "r", err: tc.err}, nil
-		}
+		w.api.start = startsRun(fakeRun{err: tc.err})
 		r = c.do(http.MethodPost, "/api/v1/stores/generic/gs/merge-wal?wait=1", "", nil)
-		m = expect(t, r, tc.status, tc.code)
-		if m["workflow_id"] != "merge-wal/generic/gs" {
-			t.Fatalf("%s answer without its ids: %s", tc.code, r.body)
-		}
-		if tc.code == CodeMergeTimedOut && !strings.Contains(fmt.Sprint(m["error"]), "run timeout") {
-			t.Fatalf("merge_timed_out answer: %s", r.body)
+		m := expect(t, r, tc.status, tc.code)
+		if m["workflow_id"] != "merge-wal/generic/gs" || !strings.Contains(fmt.Sprint(m["error"]), tc.said) {
+			t.Fatalf("%v: %s answer without its ids or %q: %s", tc.err, tc.code, tc.said, r.body)
 		}
 	}
 }
@@ -492,13 +436,7 @@ func TestHTTPServerAnswersOnlyJSON(t *testing.T) {
 		{http.MethodGet, "//healthz"},
 	} {
 		req, _ := http.NewRequest(tc.method, c.base+tc.path, nil)
-		res, err := noRedirects.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(res.Body)
-		res.Body.Close()
-		expect(t, resp{status: res.StatusCode, header: res.Header, body: b}, http.StatusNotFound, CodeNotFound)
+		expect(t, send(t, noRedirects, req), http.StatusNotFound, CodeNotFound)
 	}
 }
 
@@ -529,6 +467,8 @@ func TestClassifyMapsEveryStoreMark(t *testing.T) {
 		{fmt.Errorf("x: %w", store.ErrClosed), 503, CodeShuttingDown},
 		{context.Canceled, StatusClientClosedRequest, CodeCanceled},
 		{context.DeadlineExceeded, 504, CodeTimeout},
+		// A storage request that made no progress for the stall timeout may succeed when retried.
+		{fmt.Errorf("seal: %w", store.ErrStalled), 504, CodeTimeout},
 		{&http.MaxBytesError{Limit: 1}, 413, CodeBodyTooLarge},
 		{errors.New("boom"), 500, CodeInternal},
 	}
@@ -543,31 +483,6 @@ func TestClassifyMapsEveryStoreMark(t *testing.T) {
 	}
 	if ae := notFoundAs(fmt.Errorf("x: %w", store.ErrInvalidInput), CodeRowNotFound); ae.Code != CodeInvalidInput {
 		t.Errorf("notFoundAs changed a non-404: %+v", ae)
-	}
-	if ae := classifyTemporal(serviceerror.NewUnavailable("x")); ae.Code != CodeTemporalUnavailable || ae.Status != 503 {
-		t.Errorf("classifyTemporal(unavailable) = %+v", ae)
-	}
-}
-
-func TestCheckJSONDuplicateMembers(t *testing.T) {
-	for body, want := range map[string]string{
-		`{"a":1,"b":{"a":2}}`:          "",
-		`[{"a":1},{"a":2}]`:            "",
-		`{"a":[{"x":1,"y":[1,{}]}]}`:   "",
-		`{"a":1,"a":2}`:                CodeInvalidInput,
-		`{"a":{"x":1,"x":1}}`:          CodeInvalidInput,
-		`[{"a":[],"b":{},"a":null}]`:   CodeInvalidInput,
-		`{"a":1`:                       CodeInvalidJSON,
-		`{"fields":[],"seal":true} []`: CodeInvalidJSON,
-	} {
-		err := checkMembers([]byte(body), nil)
-		got := ""
-		if err != nil {
-			got = classify(err).Code
-		}
-		if got != want {
-			t.Errorf("checkMembers(%s, nil) = %q (%v), want %q", body, got, err, want)
-		}
 	}
 }
 

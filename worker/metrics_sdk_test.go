@@ -15,7 +15,7 @@ import (
 // A workflow's refused signals, added through the SDK's workflow metrics handler, reach the
 // worker's Prometheus registry as walkeeper_workflow_refused_signals_total: the worker's
 // Temporal client gets SDKMetrics, which keeps that counter (with bounded labels) and drops
-// the SDK's own metrics. Before, a refusal was only logged and counted in the run's status.
+// the SDK's own metrics.
 func TestRefusedSignalsReachTheWorkersRegistry(t *testing.T) {
 	opts, err := DefaultConfig().Temporal.ClientOptions(nil)
 	require.NoError(t, err)

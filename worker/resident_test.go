@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 
 	"github.com/walkeeper/walkeeper/store"
@@ -36,31 +38,7 @@ func missingNameRequests(t *testing.T) int {
 // serve runs one request through the handler without a network round trip, with the Host a
 // client of a loopback worker sends.
 func serve(h http.Handler, method, path, body string) *httptest.ResponseRecorder {
-	var r *http.Request
-	if body == "" {
-		r = httptest.NewRequest(method, path, nil)
-	} else {
-		r = httptest.NewRequest(method, path, strings.NewReader(body))
-		r.Header.Set("Content-Type", "application/json")
-	}
-	r.Host = "127.0.0.1"
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, r)
-	return rec
-}
-
-// seriesCount is the number of metric series the worker exports.
-func seriesCount(t *testing.T, m *Metrics) int {
-	t.Helper()
-	mfs, err := m.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, mf := range mfs {
-		n += len(mf.GetMetric())
-	}
-	return n
+	return fuzzDo(h, method, path, "", []byte(body))
 }
 
 func heapInUse() int64 {
@@ -104,19 +82,17 @@ func TestHTTPLookupsOfMissingStoresKeepNothing(t *testing.T) {
 	for i := range 2 * len(routes) { // every route and kind once: their series exist
 		lookup(i)
 	}
-	series := seriesCount(t, w.Metrics())
+	series := testutil.CollectAndCount(w.Metrics().Registry)
 	before := heapInUse()
 
 	const workers = 4
 	var wg sync.WaitGroup
 	for g := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := g; i < n; i += workers {
 				lookup(i)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 
@@ -136,7 +112,7 @@ func TestHTTPLookupsOfMissingStoresKeepNothing(t *testing.T) {
 	if rs.count() != 0 {
 		t.Fatalf("%d merge starts for missing stores", rs.count())
 	}
-	if got := seriesCount(t, w.Metrics()); got != series {
+	if got := testutil.CollectAndCount(w.Metrics().Registry); got != series {
 		t.Fatalf("metric series grew from %d to %d: a label carries the name", series, got)
 	}
 	if grown := heapInUse() - before; grown > 4<<20 {
@@ -165,9 +141,7 @@ func TestHTTPAppendsSurviveEvictions(t *testing.T) {
 	errs := make(chan error, clients)
 	var wg sync.WaitGroup
 	for c := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := range perClient {
 				base := fmt.Sprintf("/api/v1/stores/generic/s%d/rows", (c+i)%stores)
 				id := fmt.Sprintf("c%d-%d", c, i)
@@ -181,7 +155,7 @@ func TestHTTPAppendsSurviveEvictions(t *testing.T) {
 					return
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	close(errs)
@@ -191,13 +165,8 @@ func TestHTTPAppendsSurviveEvictions(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for len(w.DB().Resident()) != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d stores still resident after they went idle", len(w.DB().Resident()))
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	require.Eventually(t, func() bool { return len(w.DB().Resident()) == 0 }, 30*time.Second, 5*time.Millisecond,
+		"stores still resident after they went idle")
 	sm := w.Metrics().Store
 	evicted := testutil.ToFloat64(sm.ResidentEvictions.WithLabelValues(store.EvictMax, "evicted")) +
 		testutil.ToFloat64(sm.ResidentEvictions.WithLabelValues(store.EvictIdle, "evicted"))
@@ -243,19 +212,14 @@ func TestSweepDropsRetriesOfStoresItNoLongerSeals(t *testing.T) {
 	db, ro, ge := testDB(t, m)
 	rs := &recStarter{}
 	rs.setFail(errors.New("temporal unreachable"))
-	sw := NewFlusher(FlusherOptions{Interval: time.Hour, MergeAfterGenerations: 1, Start: rs.start,
-		Metrics: m, Resident: db.Resident})
+	sw := testFlusher(t, FlusherOptions{MergeAfterGenerations: 1, Start: rs.start, Metrics: m, Resident: db.Resident})
 	appendIDs(t, ge, "g1")
 	appendIDs(t, ro, "r1")
 	sw.FlushOnce(context.Background())
 	retrying := func() map[string]bool {
 		sw.triggers.mu.Lock()
 		defer sw.triggers.mu.Unlock()
-		out := map[string]bool{}
-		for k := range sw.triggers.retry {
-			out[k] = true
-		}
-		return out
+		return maps.Clone(sw.triggers.retry)
 	}
 	if got := retrying(); !got["generic:fast"] || !got["rollout:slow"] {
 		t.Fatalf("retries after failed starts = %v", got)
@@ -269,9 +233,6 @@ func TestSweepDropsRetriesOfStoresItNoLongerSeals(t *testing.T) {
 
 func TestResidentKnobsReachTheStore(t *testing.T) {
 	c := DefaultConfig()
-	if c.ResidentStoresMax != 4096 || c.ResidentIdle != 10*time.Minute {
-		t.Fatalf("defaults = %d, %v", c.ResidentStoresMax, c.ResidentIdle)
-	}
 	for flag, v := range map[string]string{"resident-stores-max": "7", "resident-idle": "90s"} {
 		k, ok := lookupKnob(flag)
 		if !ok {

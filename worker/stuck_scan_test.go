@@ -76,11 +76,7 @@ func TestStuckScanOnTwoWorkersTerminatesOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, len(scans))
 	for i, s := range scans {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = s.scan(ctx)
-		}()
+		wg.Go(func() { errs[i] = s.scan(ctx) })
 	}
 	wg.Wait()
 	terminated := 0.0

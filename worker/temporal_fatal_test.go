@@ -1,4 +1,4 @@
-package worker_test
+package worker
 
 import (
 	"context"
@@ -13,14 +13,12 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/walkeeper/walkeeper/internal/testkit/testtemporal"
-	"github.com/walkeeper/walkeeper/worker"
 )
 
 // A Temporal worker that stops on an error the SDK does not retry (polls refused with
 // NamespaceNotFound or InvalidArgument for two minutes) ends Run with that error, so the
-// process exits and its supervisor restarts it. Before, the SDK workers stopped for good and
-// the process ran on with its data plane up and nothing polling its queues: that worker never
-// merged again, however healthy it looked.
+// process exits and its supervisor restarts it, instead of running on with its data plane up
+// and nothing polling its queues, never to merge again however healthy it looks.
 func TestRunEndsWhenATemporalWorkerStopsForGood(t *testing.T) {
 	testtemporal.SkipShort(t)
 	hostPort, _ := testtemporal.Start(t)
@@ -38,12 +36,13 @@ func TestRunEndsWhenATemporalWorkerStopsForGood(t *testing.T) {
 	}
 	t.Cleanup(c.Close)
 
-	cfg := runConfig(t, "fatal", hostPort)
+	cfg := testConfig(t)
+	cfg.Temporal.HostPort = hostPort
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ran := make(chan error, 1)
 	go func() {
-		ran <- worker.Run(ctx, cfg, zaptest.NewLogger(t), c, nil, func(*worker.Worker) { refuse.Store(true) })
+		ran <- Run(ctx, cfg, zaptest.NewLogger(t), c, nil, func(*Worker) { refuse.Store(true) })
 	}()
 	// The SDK retries such refusals for 2 minutes before it stops a worker.
 	select {

@@ -1,9 +1,11 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -21,15 +23,17 @@ import (
 )
 
 // testConfig is a fast, deterministic configuration on a fresh file:// root: loopback port 0,
-// no flush sweeper (tests seal explicitly), no schedule.
-func testConfig(t *testing.T) Config {
+// no flush sweeper (tests seal explicitly), and with Temporal no schedule, stuck scan or
+// fairness probe to wait on.
+func testConfig(t testing.TB) Config {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Instance = "test-" + strings.ReplaceAll(t.Name(), "/", "-")
 	cfg.Storage = "file://" + filepath.ToSlash(filepath.Join(t.TempDir(), "storage"))
 	cfg.Listen = "127.0.0.1:0"
 	cfg.FlushInterval = 0
-	cfg.SweepInterval = 0
+	cfg.SweepInterval, cfg.ReconcileInterval, cfg.StuckScanInterval = 0, 0, 0
+	cfg.FairnessProbe = false
 	cfg.ShutdownTimeout = 10 * time.Second
 	return cfg
 }
@@ -43,18 +47,25 @@ func startWorker(t *testing.T, cfg Config, start MergeStarter) *Worker {
 
 // startWorkerLogging is startWorker with the worker's logger (zap.NewNop() for a test that
 // makes too many requests for the test log).
-func startWorkerLogging(t *testing.T, cfg Config, start MergeStarter, log *zap.Logger) *Worker {
+func startWorkerLogging(t testing.TB, cfg Config, start MergeStarter, log *zap.Logger) *Worker {
 	t.Helper()
-	w, err := New(cfg, log, nil)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
+	w := newWorker(t, cfg, log, nil)
 	w.start = start
 	return started(t, w)
 }
 
+// newWorker is New on the Temporal client tc (nil: HTTP-only), failing t on an error.
+func newWorker(t testing.TB, cfg Config, log *zap.Logger, tc client.Client) *Worker {
+	t.Helper()
+	w, err := New(cfg, log, tc)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return w
+}
+
 // started starts w and stops it when t ends.
-func started(t *testing.T, w *Worker) *Worker {
+func started(t testing.TB, w *Worker) *Worker {
 	t.Helper()
 	if err := w.Start(context.Background()); err != nil {
 		t.Fatalf("Start: %v", err)
@@ -74,6 +85,8 @@ type fakeRun struct {
 	id, runID string
 	result    contract.MergeWalResult
 	err       error
+	delay     time.Duration // Get answers after it; < 0: only when its context ends
+	waiting   chan struct{} // when set, closed once a caller waits in Get
 }
 
 func (r *fakeRun) GetID() string                  { return r.id }
@@ -82,12 +95,33 @@ func (r *fakeRun) GetFirstExecutionRunID() string { return r.runID }
 func (r *fakeRun) Get(ctx context.Context, v any) error {
 	return r.GetWithOptions(ctx, v, client.WorkflowRunGetOptions{})
 }
-func (r *fakeRun) GetWithOptions(_ context.Context, v any, _ client.WorkflowRunGetOptions) error {
+func (r *fakeRun) GetWithOptions(ctx context.Context, v any, _ client.WorkflowRunGetOptions) error {
+	if r.waiting != nil {
+		close(r.waiting)
+	}
+	var after <-chan time.Time
+	if r.delay >= 0 {
+		after = time.After(r.delay)
+	}
+	select {
+	case <-after:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	if r.err != nil {
 		return r.err
 	}
 	*(v.(*contract.MergeWalResult)) = r.result
 	return nil
+}
+
+// startsRun is a MergeStarter whose runs are copies of run under the target's MergeWal ID.
+func startsRun(run fakeRun) MergeStarter {
+	return func(_ context.Context, t store.Target, _ contract.MergeWalInput, _ ...contract.StartOption) (client.WorkflowRun, error) {
+		r := run
+		r.id, r.runID = "merge-wal/"+t.Path(), cmp.Or(r.runID, "r")
+		return &r, nil
+	}
 }
 
 // recStarter records MergeWal starts; fail makes the next starts fail.
@@ -134,6 +168,21 @@ func (s *recStarter) setFail(err error) {
 }
 
 // client helpers ---------------------------------------------------------------------------
+
+// send sends req with cl (nil: http.DefaultClient) and reads the whole answer.
+func send(t testing.TB, cl *http.Client, req *http.Request) resp {
+	t.Helper()
+	if cl == nil {
+		cl = http.DefaultClient
+	}
+	res, err := cl.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return resp{status: res.StatusCode, header: res.Header, body: b}
+}
 
 type apiClient struct {
 	t     *testing.T
@@ -219,10 +268,7 @@ func TestNewRejectsInvalidConfig(t *testing.T) {
 
 func TestWorkerStopSealsMemtablesForOtherProcesses(t *testing.T) {
 	cfg := testConfig(t)
-	w, err := New(cfg, zaptest.NewLogger(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := newWorker(t, cfg, zaptest.NewLogger(t), nil)
 	if err := w.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -264,10 +310,7 @@ func TestWorkerStartFailsCleanlyOnBusyPort(t *testing.T) {
 	first := startWorker(t, testConfig(t), nil)
 	cfg := testConfig(t)
 	cfg.Listen = first.HTTPAddr()
-	w, err := New(cfg, zaptest.NewLogger(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := newWorker(t, cfg, zaptest.NewLogger(t), nil)
 	if err := w.Start(context.Background()); err == nil {
 		t.Fatal("Start on a busy port succeeded")
 	}
@@ -276,34 +319,14 @@ func TestWorkerStartFailsCleanlyOnBusyPort(t *testing.T) {
 	}
 }
 
-// blockingRun is a workflow run whose result never comes. waiting (when set) is closed once
-// a caller is blocked in Get.
-type blockingRun struct {
-	fakeRun
-	waiting chan struct{}
-}
-
-func (r *blockingRun) Get(ctx context.Context, v any) error {
-	if r.waiting != nil {
-		close(r.waiting)
-	}
-	<-ctx.Done()
-	return ctx.Err()
-}
-
 // Stop does not wait for merge-wal?wait=true requests: they answer 503 shutting_down (the
 // workflow keeps running in Temporal) and the worker stops promptly.
 func TestWorkerStopDoesNotWaitForMergeWaiters(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.ShutdownTimeout = 20 * time.Second
-	w, err := New(cfg, zaptest.NewLogger(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := newWorker(t, cfg, zaptest.NewLogger(t), nil)
 	waiting := make(chan struct{})
-	w.start = func(_ context.Context, tg store.Target, _ contract.MergeWalInput, _ ...contract.StartOption) (client.WorkflowRun, error) {
-		return &blockingRun{fakeRun: fakeRun{id: "merge-wal/" + tg.Path(), runID: "r"}, waiting: waiting}, nil
-	}
+	w.start = startsRun(fakeRun{delay: -1, waiting: waiting})
 	if err := w.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package worker
 import (
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -27,10 +26,8 @@ func TestHTTPBodiesShareTheBodyBudget(t *testing.T) {
 	// A client that sends its headers and a part of a 1024-byte body, then stalls.
 	held := `[{"id":"held","s":"` + strings.Repeat("x", 1024-len(`[{"id":"held","s":""}]`)) + `"}]`
 	require.Len(t, held, 1024)
-	conn, err := net.Dial("tcp", w.HTTPAddr())
-	require.NoError(t, err)
-	defer conn.Close()
-	_, err = fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 1024\r\n\r\n%s",
+	conn := rawConn(t, w)
+	_, err := fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 1024\r\n\r\n%s",
 		rows, w.HTTPAddr(), held[:10])
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return !w.api.bodies.free(1) }, 10*time.Second, 10*time.Millisecond, "the stalled body holds the whole budget")

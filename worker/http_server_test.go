@@ -58,14 +58,8 @@ func TestHTTPReadTimeoutCutsOffATrickledBody(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
-	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		t.Fatalf("no answer to a stalled body: %v", err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusBadRequest {
-		t.Fatalf("stalled body: status %d, want 400", res.StatusCode)
+	if r, err := readAnswer(conn, bufio.NewReader(conn), "POST", 30*time.Second); err != nil || r.status != http.StatusBadRequest {
+		t.Fatalf("stalled body: %d %v, want 400", r.status, err)
 	}
 	if !closedByServer(t, conn, 30*time.Second) {
 		t.Fatal("the worker still holds a connection whose body stalled 30 s ago")
@@ -82,31 +76,31 @@ func TestHTTPRefusesHugeHeaders(t *testing.T) {
 	go func() {
 		_, _ = fmt.Fprintf(conn, "GET /healthz HTTP/1.1\r\nHost: %s\r\nX-Pad: %s\r\n\r\n", w.HTTPAddr(), strings.Repeat("a", 100<<10))
 	}()
-	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
-	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
-		t.Fatalf("100 KiB of headers: status %d, want 431", res.StatusCode)
+	if r, err := readAnswer(conn, bufio.NewReader(conn), "GET", 30*time.Second); err != nil || r.status != http.StatusRequestHeaderFieldsTooLarge {
+		t.Fatalf("100 KiB of headers: %d %v, want 431", r.status, err)
 	}
 }
 
-// get sends GET path on a kept-alive raw connection and returns the status.
-func rawGet(t *testing.T, conn net.Conn, br *bufio.Reader, host, path string, within time.Duration) (int, error) {
-	t.Helper()
+// readAnswer reads, within the given time, the whole answer on conn (read through br) to a
+// request of method.
+func readAnswer(conn net.Conn, br *bufio.Reader, method string, within time.Duration) (resp, error) {
+	_ = conn.SetReadDeadline(time.Now().Add(within))
+	res, err := http.ReadResponse(br, &http.Request{Method: method})
+	if err != nil {
+		return resp{}, err
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body) // a server that closes after its answer may reset the rest
+	return resp{status: res.StatusCode, header: res.Header, body: body}, nil
+}
+
+// rawGet sends GET path on a kept-alive raw connection and returns the status.
+func rawGet(conn net.Conn, br *bufio.Reader, host, path string, within time.Duration) (int, error) {
 	if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", path, host); err != nil {
 		return 0, err
 	}
-	_ = conn.SetReadDeadline(time.Now().Add(within))
-	res, err := http.ReadResponse(br, nil)
-	if err != nil {
-		return 0, err
-	}
-	_, _ = io.Copy(io.Discard, res.Body)
-	res.Body.Close()
-	return res.StatusCode, nil
+	r, err := readAnswer(conn, br, "GET", within)
+	return r.status, err
 }
 
 // --max-connections bounds the open connections: with two held, a third is not served until
@@ -119,25 +113,19 @@ func TestHTTPMaxConnections(t *testing.T) {
 	var held []net.Conn
 	for range 2 {
 		conn := rawConn(t, w)
-		if st, err := rawGet(t, conn, bufio.NewReader(conn), host, "/healthz", 30*time.Second); err != nil || st != http.StatusOK {
+		if st, err := rawGet(conn, bufio.NewReader(conn), host, "/healthz", 30*time.Second); err != nil || st != http.StatusOK {
 			t.Fatalf("held connection: %d %v", st, err)
 		}
 		held = append(held, conn)
 	}
 	third := rawConn(t, w)
 	br := bufio.NewReader(third)
-	if st, err := rawGet(t, third, br, host, "/healthz", 300*time.Millisecond); !errors.Is(err, os.ErrDeadlineExceeded) {
+	if st, err := rawGet(third, br, host, "/healthz", 300*time.Millisecond); !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("a third connection over --max-connections 2 was served: %d %v", st, err)
 	}
 	_ = held[0].Close()
-	_ = third.SetReadDeadline(time.Now().Add(30 * time.Second))
-	res, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatalf("the third connection is not served once one closed: %v", err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		t.Fatalf("third connection: status %d", res.StatusCode)
+	if r, err := readAnswer(third, br, "GET", 30*time.Second); err != nil || r.status != http.StatusOK {
+		t.Fatalf("the third connection is not served once one closed: %d %v", r.status, err)
 	}
 }
 
@@ -194,17 +182,12 @@ func TestHTTPAsteriskTargetIsJSONNotFound(t *testing.T) {
 		if _, err := fmt.Fprintf(conn, "%s * HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", method); err != nil {
 			t.Fatal(err)
 		}
-		res, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: method})
-		if err != nil {
-			t.Fatal(err)
+		r, err := readAnswer(conn, bufio.NewReader(conn), method, 30*time.Second)
+		if err != nil || r.status != http.StatusNotFound || r.header.Get("Content-Type") != "application/json" {
+			t.Fatalf("%s *: %d %q %q %v", method, r.status, r.header.Get("Content-Type"), r.body, err)
 		}
-		body, _ := io.ReadAll(res.Body)
-		res.Body.Close()
-		if res.StatusCode != http.StatusNotFound || res.Header.Get("Content-Type") != "application/json" {
-			t.Fatalf("%s *: %d %q %q", method, res.StatusCode, res.Header.Get("Content-Type"), body)
-		}
-		if method != "HEAD" && !strings.Contains(string(body), `"code":"not_found"`) {
-			t.Fatalf("%s *: %s", method, body)
+		if method != "HEAD" && !strings.Contains(string(r.body), `"code":"not_found"`) {
+			t.Fatalf("%s *: %s", method, r.body)
 		}
 	}
 }

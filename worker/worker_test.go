@@ -124,7 +124,6 @@ func startsRun(run fakeRun) MergeStarter {
 	}
 }
 
-// recStarter records MergeWal starts; fail makes the next starts fail.
 // serveAPI starts a worker on cfg whose merge starts rs records, and a client of its API.
 func serveAPI(t *testing.T, cfg Config) (w *Worker, c *apiClient, rs *recStarter) {
 	t.Helper()
@@ -133,6 +132,7 @@ func serveAPI(t *testing.T, cfg Config) (w *Worker, c *apiClient, rs *recStarter
 	return w, newClient(t, w), rs
 }
 
+// recStarter records MergeWal starts; fail makes the next starts fail.
 type recStarter struct {
 	mu    sync.Mutex
 	calls []startCall

@@ -116,8 +116,7 @@ func TestMemAccountBufferRefusesInsteadOfWaiting(t *testing.T) {
 	require.Equal(t, int64(cap(buf)), a.Allocated(), "a refused buffer charges nothing")
 
 	rbuf := a.readBuffer(0)
-	_, err := rbuf.alloc(2 << 20)
-	require.ErrorIs(t, err, ErrBudgetBusy)
+	require.ErrorIs(t, errOf(rbuf.alloc(2<<20)), ErrBudgetBusy)
 	rbuf.free()
 
 	other.Release()
@@ -203,12 +202,9 @@ func TestConcurrentMergesTinyBudgetNeverDeadlock(t *testing.T) {
 					var batch []Row
 					for r := range 120 {
 						k := fmt.Sprintf("k%05d", r*gens+g)
-						batch = append(batch, Row{Key: k, Values: []any{k, int64(r), string(make([]byte, 1500))}})
+						batch = append(batch, keyRow(k, int64(r), string(make([]byte, 1500))))
 					}
-					_, err := s.Append(ctx, batch)
-					require.NoError(t, err)
-					_, err = s.Flush(ctx)
-					require.NoError(t, err)
+					seal(t, s, batch...)
 				}
 				ss = append(ss, s)
 			}

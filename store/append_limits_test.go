@@ -43,17 +43,14 @@ func paddedRows(format string, a int) []Row {
 	pad := strings.Repeat("p", 500)
 	rows := make([]Row, 0, 20)
 	for i := range 20 {
-		k := fmt.Sprintf(format, a, i)
-		rows = append(rows, Row{Key: k, Values: []any{k, int64(i), pad}})
+		rows = append(rows, keyRow(fmt.Sprintf(format, a, i), int64(i), pad))
 	}
 	return rows
 }
 
 func walRows(t *testing.T, s *Store) int {
 	t.Helper()
-	page, err := s.List(context.Background(), ListOptions{Source: SourceWAL, Limit: 10000})
-	require.NoError(t, err)
-	return len(page.Rows)
+	return len(mustList(context.Background(), t, s, ListOptions{Source: SourceWAL, Limit: 10000}).Rows)
 }
 
 // An append over the row cap or the memtable bound is refused whole before its rows are
@@ -97,15 +94,13 @@ func TestAppendTooLargeIsRefusedBeforeDecoding(t *testing.T) {
 	for i := range rows {
 		rows[i] = row(fmt.Sprintf("r%d", i), int64(i))
 	}
-	_, err = narrow.Append(ctx, rows)
-	require.ErrorIs(t, err, ErrAppendTooLarge)
+	require.ErrorIs(t, errOf(narrow.Append(ctx, rows)), ErrAppendTooLarge)
 	rows = rows[:300]
 	for i := range rows {
 		rows[i] = Row{Key: fmt.Sprintf("r%d", i), Values: make([]any, 256)}
 		rows[i].Values[0] = rows[i].Key
 	}
-	_, err = wide.Append(ctx, rows)
-	require.ErrorIs(t, err, ErrAppendTooLarge)
+	require.ErrorIs(t, errOf(wide.Append(ctx, rows)), ErrAppendTooLarge)
 	require.Zero(t, walRows(t, narrow))
 
 	res, err := wide.AppendJSON(ctx, idRows(100))
@@ -181,25 +176,19 @@ func TestKeysLongerThanMaxKeyBytesAreRefused(t *testing.T) {
 	long := strings.Repeat("k", MaxKeyBytes+1)
 	ok := strings.Repeat("k", MaxKeyBytes)
 
-	_, err := s.Append(ctx, []Row{row(long, 1)})
-	require.ErrorIs(t, err, ErrKeyTooLong)
-	_, err = s.AppendJSON(ctx, []byte(`[{"id":"`+long+`"}]`))
+	require.ErrorIs(t, errOf(s.Append(ctx, []Row{row(long, 1)})), ErrKeyTooLong)
+	_, err := s.AppendJSON(ctx, []byte(`[{"id":"`+long+`"}]`))
 	require.ErrorIs(t, err, ErrKeyTooLong)
 	require.ErrorIs(t, err, ErrInvalidInput)
-	_, err = s.Codec().DecodeJSON([]byte(`[{"id":"`+long+`"}]`), 0)
-	require.ErrorIs(t, err, ErrKeyTooLong)
+	require.ErrorIs(t, errOf(s.Codec().DecodeJSON([]byte(`[{"id":"`+long+`"}]`), 0)), ErrKeyTooLong)
 	require.ErrorIs(t, s.Delete(ctx, long), ErrKeyTooLong)
-	_, err = s.Get(ctx, long)
-	require.ErrorIs(t, err, ErrKeyTooLong)
-	_, err = s.List(ctx, ListOptions{After: long})
-	require.ErrorIs(t, err, ErrKeyTooLong)
+	require.ErrorIs(t, errOf(s.Get(ctx, long)), ErrKeyTooLong)
+	require.ErrorIs(t, errOf(s.List(ctx, ListOptions{After: long})), ErrKeyTooLong)
 	require.Zero(t, walRows(t, s))
 
-	_, err = s.AppendJSON(ctx, []byte(`[{"id":"`+ok+`","n":7}]`))
-	require.NoError(t, err)
+	require.NoError(t, errOf(s.AppendJSON(ctx, []byte(`[{"id":"`+ok+`","n":7}]`))))
 	require.Equal(t, int64(7), mustGet(ctx, t, s, ok)["n"])
-	_, err = s.List(ctx, ListOptions{After: ok})
-	require.NoError(t, err)
+	mustList(ctx, t, s, ListOptions{After: ok})
 	require.NoError(t, s.Delete(ctx, ok))
 }
 
@@ -222,9 +211,7 @@ func TestMemtableIsSealedAtMemtableBytes(t *testing.T) {
 	active := w.active.bytes
 	w.mu.Unlock()
 	require.Less(t, active, int64(2*bound))
-	page, err := s.List(ctx, ListOptions{Limit: 1000})
-	require.NoError(t, err)
-	require.Len(t, page.Rows, total)
+	require.Len(t, mustList(ctx, t, s, ListOptions{Limit: 1000}).Rows, total)
 }
 
 // While seals fail and WAL objects are still written, a writer keeps acknowledging rows it
@@ -267,11 +254,9 @@ func TestUnsealedRowsAreBoundedWhileSealsFail(t *testing.T) {
 	t.Logf("%d appends accepted, %d bytes held unsealed when refused", accepted, held)
 
 	failSeals.Store(false)
-	_, err := s.Flush(ctx)
-	require.NoError(t, err)
-	_, err = s.Append(ctx, paddedRows("k%03d-%02d", 1000))
+	flush(t, s)
+	_, err := s.Append(ctx, paddedRows("k%03d-%02d", 1000))
 	require.NoError(t, err, "a seal that succeeds admits appends again")
-	page, err := s.List(ctx, ListOptions{Limit: 10000})
-	require.NoError(t, err)
+	page := mustList(ctx, t, s, ListOptions{Limit: 10000})
 	require.Len(t, page.Rows, 20*(accepted+1), "every acknowledged row is readable")
 }

@@ -19,8 +19,7 @@ func benchObjects(b *testing.B, c *rowcodec.Codec, rows int) (gen, run []byte) {
 	rs := make([]Row, rows)
 	seqs := make([]int64, rows)
 	for i := range rs {
-		k := fmt.Sprintf("k%08d", i)
-		rs[i] = Row{Key: k, Values: []any{k, int64(i), fmt.Sprintf("value %d", i)}}
+		rs[i] = keyRow(fmt.Sprintf("k%08d", i), int64(i), fmt.Sprintf("value %d", i))
 		seqs[i] = 1_700_000_000_000_000_000 + int64(i)
 	}
 	rec, err := c.Build(memory.DefaultAllocator, rs, seqs, "bench-shard", nil)

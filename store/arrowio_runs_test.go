@@ -23,7 +23,7 @@ func runOf(t *testing.T, c *rowcodec.Codec, rows, payload int) []byte {
 	pad := strings.Repeat("v", payload)
 	for i := 0; i < rows; i++ {
 		k := fmt.Sprintf("k%07d", i)
-		rs = append(rs, Row{Key: k, Values: []any{k, int64(i), pad + k}})
+		rs = append(rs, keyRow(k, int64(i), pad+k))
 		seqs = append(seqs, int64(i))
 	}
 	rec, err := c.Build(nil, rs, seqs, "shard-1", nil)

@@ -45,8 +45,7 @@ func TestParquetEncodingsPerColumn(t *testing.T) {
 		rows := make([]Row, 20000)
 		seqs := make([]int64, len(rows))
 		for i := range rows {
-			k := fmt.Sprintf("k%08d", i)
-			rows[i] = Row{Key: k, Values: []any{k, int64(i * 7), fmt.Sprintf("value %d", i%13)}}
+			rows[i] = keyRow(fmt.Sprintf("k%08d", i), int64(i*7), fmt.Sprintf("value %d", i%13))
 			seqs[i] = 1_700_000_000_000_000_000 + int64(i)*1000
 		}
 		rec, err := c.Build(memory.DefaultAllocator, rows, seqs, shards[0], nil)
@@ -192,8 +191,7 @@ func TestEncodeIPCAllocatesItsFileOnce(t *testing.T) {
 	rows := make([]Row, 2048)
 	seqs := make([]int64, len(rows))
 	for i := range rows {
-		k := fmt.Sprintf("k%08d", i)
-		rows[i] = Row{Key: k, Values: []any{k, int64(i), value}}
+		rows[i] = keyRow(fmt.Sprintf("k%08d", i), int64(i), value)
 		seqs[i] = int64(i + 1)
 	}
 	rec, err := c.Build(memory.DefaultAllocator, rows, seqs, "s0", nil)

@@ -125,8 +125,7 @@ func BenchmarkPrepare(b *testing.B) {
 	for g := 0; g < gens; g++ {
 		var rows []Row
 		for i := 0; i < rowsPerGen; i++ {
-			k := fmt.Sprintf("k%08d", (i*gens+g)*7919%(gens*rowsPerGen))
-			rows = append(rows, Row{Key: k, Values: []any{k, int64(i), payload}})
+			rows = append(rows, keyRow(fmt.Sprintf("k%08d", (i*gens+g)*7919%(gens*rowsPerGen)), int64(i), payload))
 		}
 		seal(b, s, rows...)
 	}
@@ -189,8 +188,7 @@ func BenchmarkPrepareRuns(b *testing.B) {
 			for j := range payload {
 				payload[j] = byte(rng.Uint32())
 			}
-			k := fmt.Sprintf("k%09d", n)
-			rows[i] = Row{Key: k, Values: []any{k, n, payload}}
+			rows[i] = keyRow(fmt.Sprintf("k%09d", n), n, payload)
 		}
 		seal(b, s, rows...)
 	}
@@ -277,8 +275,7 @@ func BenchmarkCommitLockHold(b *testing.B) {
 					b.StopTimer()
 					var rows []Row
 					for r := 0; r < rowsPerMerge; r++ {
-						k := fmt.Sprintf("i%06d-r%06d", i, r)
-						rows = append(rows, Row{Key: k, Values: []any{k, int64(r), payload}})
+						rows = append(rows, keyRow(fmt.Sprintf("i%06d-r%06d", i, r), int64(r), payload))
 					}
 					seal(b, s, rows...)
 					p, err := s.Prepare(ctx, PrepareParams{})

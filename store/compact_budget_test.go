@@ -69,7 +69,7 @@ func TestCompactBaseStreamsRunsInBatches(t *testing.T) {
 		var rs []Row
 		for i := 0; i < rows; i++ {
 			k := fmt.Sprintf("k%06d", i*3+g%2) // runs 0 and 2 share keys, run 1 interleaves
-			rs = append(rs, Row{Key: k, Values: []any{k, int64(g*rows + i), fmt.Sprintf("%s%d", pad, g)}})
+			rs = append(rs, keyRow(k, int64(g*rows+i), fmt.Sprintf("%s%d", pad, g)))
 		}
 		seal(t, s, rs...)
 		if g == 2 {
@@ -117,8 +117,7 @@ func bigList(t *testing.T, s *Store) map[string]string {
 	out := map[string]string{}
 	after := ""
 	for {
-		page, err := s.List(context.Background(), ListOptions{Limit: 10000, After: after})
-		require.NoError(t, err)
+		page := mustList(context.Background(), t, s, ListOptions{Limit: 10000, After: after})
 		for _, r := range page.Rows {
 			out[r["id"].(string)] = fmt.Sprint(r["n"], "/", r["s"])
 		}
@@ -141,8 +140,7 @@ func TestCompactionCountsTheBuffersItsInputsOutgrew(t *testing.T) {
 	for g := 0; g < 3; g++ {
 		var rs []Row
 		for i := 0; i < 200; i++ {
-			k := fmt.Sprintf("k%04d", i*3+g)
-			rs = append(rs, Row{Key: k, Values: []any{k, int64(i), compressiblePad}})
+			rs = append(rs, keyRow(fmt.Sprintf("k%04d", i*3+g), int64(i), compressiblePad))
 		}
 		seal(t, s, rs...)
 	}

@@ -22,8 +22,7 @@ func sealRuns(t *testing.T, s *Store, n int) {
 	t.Helper()
 	for i := range n {
 		seal(t, s, row(fmt.Sprintf("k%d", i), int64(i)))
-		_, err := s.MergeAll(context.Background())
-		require.NoError(t, err)
+		mustMergeAll(context.Background(), t, s)
 	}
 }
 
@@ -61,8 +60,7 @@ func TestFindingCompactionCleanupSparesAnotherExecutionsOutput(t *testing.T) {
 		}
 		return nil
 	}})
-	_, err := s2.CompactBase(ctx, CompactParams{MaxRuns: -1})
-	require.Error(t, err)
+	require.Error(t, errOf(s2.CompactBase(ctx, CompactParams{MaxRuns: -1})))
 	require.True(t, other.Load(), "the failed execution cleaned up")
 
 	requireBaseReadable(t, s1)
@@ -87,8 +85,7 @@ func TestCompactionPastItsPublishWindowDoesNotPublish(t *testing.T) {
 		}
 		return err
 	}})
-	_, err := s.CompactBase(ctx, CompactParams{MaxRuns: -1})
-	require.ErrorIs(t, err, ErrStalled)
+	require.ErrorIs(t, errOf(s.CompactBase(ctx, CompactParams{MaxRuns: -1})), ErrStalled)
 	require.Equal(t, before.Version, mustLoadBase(ctx, t, s).Version, "nothing was published")
 	require.Empty(t, listKeys(t, db.bucket, dataPrefix(s.target)+compactRunNamePrefix), "the pass deleted its own output")
 
@@ -114,8 +111,7 @@ func TestAbandonedCompactionOutputsAreCollected(t *testing.T) {
 		}
 		return nil
 	}})
-	_, err := openGeneric(t, dead, "orphans").CompactBase(ctx, CompactParams{MaxRuns: -1})
-	require.Error(t, err)
+	require.Error(t, errOf(openGeneric(t, dead, "orphans").CompactBase(ctx, CompactParams{MaxRuns: -1})))
 	orphans, err := db.bucket.List(ctx, dataPrefix(s.target)+compactRunNamePrefix)
 	require.NoError(t, err)
 	require.Len(t, orphans, 1, "the dead pass left its output")

@@ -100,10 +100,6 @@ func threeRunStore(t *testing.T, name string) (url string, rows map[string]int64
 	t.Helper()
 	url = newMemURL()
 	s := createGeneric(t, openTestDB(t, url, "w1"), name, false)
-	for i := range 3 {
-		seal(t, s, row(fmt.Sprintf("k%d", i), int64(i)))
-		_, err := s.MergeAll(context.Background())
-		require.NoError(t, err)
-	}
+	sealRuns(t, s, 3)
 	return url, allRows(t, s, SourceAll)
 }

@@ -27,8 +27,7 @@ func deleteOverAnUnsealedRow(t *testing.T, name string) (db1, db2 *DB, s1, s2 *S
 	mustMergeAll(ctx, t, s1)
 	appendRows(t, s2, row("k", 2))
 	require.NoError(t, s1.Delete(ctx, "k"))
-	_, err := s1.Flush(ctx)
-	require.NoError(t, err)
+	flush(t, s1)
 	mustMergeAll(ctx, t, s1)
 	return db1, db2, s1, s2
 }
@@ -39,17 +38,13 @@ func deleteOverAnUnsealedRow(t *testing.T, name string) (db1, db2 *DB, s1, s2 *S
 func TestCompactionKeepsTombstonesOverUnsealedRows(t *testing.T) {
 	ctx := context.Background()
 	_, _, s1, s2 := deleteOverAnUnsealedRow(t, "tomb")
-	_, err := s1.Get(ctx, "k")
-	require.ErrorIs(t, err, ErrNotFound, "the delete came after the write")
+	require.ErrorIs(t, errOf(s1.Get(ctx, "k")), ErrNotFound, "the delete came after the write")
 
 	mustCompact(ctx, t, s1, CompactParams{MaxRuns: -1})
-	_, err = s2.Flush(ctx)
-	require.NoError(t, err)
-	_, err = s1.Get(ctx, "k")
-	require.ErrorIs(t, err, ErrNotFound, "a row older than the delete must not come back")
+	flush(t, s2)
+	require.ErrorIs(t, errOf(s1.Get(ctx, "k")), ErrNotFound, "a row older than the delete must not come back")
 	mustMergeAll(ctx, t, s1)
-	_, err = s1.Get(ctx, "k")
-	require.ErrorIs(t, err, ErrNotFound, "a row older than the delete must not come back")
+	require.ErrorIs(t, errOf(s1.Get(ctx, "k")), ErrNotFound, "a row older than the delete must not come back")
 }
 
 // A seal of another writer between the compaction's snapshot and its listing of that
@@ -70,11 +65,9 @@ func TestCompactionKeepsTombstonesOverRowsSealedDuringItsListing(t *testing.T) {
 	}})
 	mustCompact(ctx, t, s1, CompactParams{MaxRuns: -1})
 	require.False(t, armed.Load(), "the compaction listed w2's WAL")
-	_, err := s1.Get(ctx, "k")
-	require.ErrorIs(t, err, ErrNotFound, "a row older than the delete must not come back")
+	require.ErrorIs(t, errOf(s1.Get(ctx, "k")), ErrNotFound, "a row older than the delete must not come back")
 	mustMergeAll(ctx, t, s1)
-	_, err = s1.Get(ctx, "k")
-	require.ErrorIs(t, err, ErrNotFound, "a row older than the delete must not come back")
+	require.ErrorIs(t, errOf(s1.Get(ctx, "k")), ErrNotFound, "a row older than the delete must not come back")
 }
 
 // Two executions of one compaction attempt (a worker still running an attempt that Temporal
@@ -94,8 +87,7 @@ func TestConcurrentTriesOfACompactionDoNotShareAnOutput(t *testing.T) {
 	seal(t, s1, row("other", 1))
 	mustMergeAll(ctx, t, s1)
 	require.NoError(t, s1.Delete(ctx, "k"))
-	_, err := s1.Flush(ctx)
-	require.NoError(t, err)
+	flush(t, s1)
 	mustMergeAll(ctx, t, s1)
 	appendRows(t, s2, row("z", 3)) // unsealed: the first try keeps the tombstone
 
@@ -111,8 +103,7 @@ func TestConcurrentTriesOfACompactionDoNotShareAnOutput(t *testing.T) {
 		if op == objstore.OpPutIfAbsent && strings.Contains(key, "/_versions/") && armed.CompareAndSwap(true, false) {
 			_, err := s2.Flush(ctx) // the second try sees the row pending, not unsealed
 			require.NoError(t, err)
-			_, err = s3.CompactBase(ctx, CompactParams{MaxRuns: -1})
-			require.Error(t, err, "the second try's publish fails")
+			require.Error(t, errOf(s3.CompactBase(ctx, CompactParams{MaxRuns: -1})), "the second try's publish fails")
 		}
 		return nil
 	}})

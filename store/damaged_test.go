@@ -23,22 +23,20 @@ func damagedWALStore(t *testing.T, name string) (root string, tgt Target, key st
 	db, s := newGenericStore(t, root, name)
 	appendRows(t, s, row("a", 1))
 	appendRows(t, s, row("b", 2))
-	objs, err := db.bucket.List(ctx, walPrefix(s.target, db.Shard()))
-	require.NoError(t, err)
-	key = objs[len(objs)-1].Key
-	intact = getObject(t, db.bucket, key)
+	key, intact = lastWAL(t, db, s)
 	require.NoError(t, db.bucket.Put(ctx, key, flipMiddleBit(intact)))
 	return root, s.target, key, intact
 }
 
-// openCountedDB opens a DB for instance w1 on root whose every storage request rc counts.
-func openCountedDB(t *testing.T, root string, rc *requestcount.Counter) *DB {
+// openCountedDB opens a DB for instance w1 on root whose every storage request goes through
+// faults (a counter, say).
+func openCountedDB(t *testing.T, root string, faults objstore.Faults) *DB {
 	t.Helper()
 	b, err := objstore.OpenBucket(context.Background(), root)
 	require.NoError(t, err)
 	opts := DefaultOptions()
 	opts.InstanceID = "w1"
-	db := OpenDBOnBucket(b.WithFaults(rc), opts)
+	db := OpenDBOnBucket(b.WithFaults(faults), opts)
 	t.Cleanup(func() { _ = db.Close(context.Background()) })
 	return db
 }
@@ -91,13 +89,11 @@ func TestCorruptObjectsAreCountedOncePerObject(t *testing.T) {
 	require.NoError(t, db.bucket.Put(ctx, sm.Flushed[0].Path, []byte("garbage")))
 	db.cache.clear()
 	for i := 0; i < 5; i++ {
-		_, err := s.Get(ctx, "a")
-		require.ErrorIs(t, err, ErrCorrupt)
+		require.ErrorIs(t, errOf(s.Get(ctx, "a")), ErrCorrupt)
 	}
 	require.Equal(t, 1.0, testutil.ToFloat64(corrupt), "five reads of one damaged run")
 	for i := 0; i < 5; i++ {
-		_, err := s.Get(ctx, "c")
-		require.ErrorIs(t, err, ErrCorrupt)
+		require.ErrorIs(t, errOf(s.Get(ctx, "c")), ErrCorrupt)
 	}
 	require.Equal(t, 2.0, testutil.ToFloat64(corrupt), "and five of one damaged generation")
 
@@ -119,16 +115,12 @@ func TestQuarantineDamagedWALObjectLetsTheOwnerAppend(t *testing.T) {
 	root, tgt, key, _ := damagedWALStore(t, "qw")
 	db := openTestDB(t, root, "w1")
 	s := openGeneric(t, db, "qw")
-	_, err := s.Append(ctx, []Row{row("c", 3)})
-	require.ErrorIs(t, err, ErrCorrupt)
+	require.ErrorIs(t, errOf(s.Append(ctx, []Row{row("c", 3)})), ErrCorrupt)
 
-	res, err := s.Quarantine(ctx, key, "WAL object damaged, no backup")
-	require.NoError(t, err)
+	res := mustQuarantine(ctx, t, s, key, "WAL object damaged, no backup")
 	require.Equal(t, "wal", res.Kind)
 	require.Equal(t, db.Shard(), res.Shard)
-	again, err := s.Quarantine(ctx, key, "again")
-	require.NoError(t, err)
-	require.True(t, again.AlreadyQuarantined)
+	require.True(t, mustQuarantine(ctx, t, s, key, "again").AlreadyQuarantined)
 
 	appendRows(t, s, row("c", 3))
 	require.Equal(t, map[string]int64{"a": 1, "c": 3}, allRows(t, s, SourceAll), "b was only in the damaged object")
@@ -144,6 +136,5 @@ func TestQuarantineDamagedWALObjectLetsTheOwnerAppend(t *testing.T) {
 	require.Equal(t, map[string]int64{"a": 1, "c": 3, "d": 4}, allRows(t, s2, SourceAll))
 
 	// A sealed WAL object is deleted: there is nothing to set aside.
-	_, err = s2.Quarantine(ctx, walKey(tgt, db.Shard(), 1), "r")
-	require.ErrorIs(t, err, ErrNotFound)
+	require.ErrorIs(t, errOf(s2.Quarantine(ctx, walKey(tgt, db.Shard(), 1), "r")), ErrNotFound)
 }

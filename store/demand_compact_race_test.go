@@ -23,8 +23,7 @@ func TestCompactionDuringASealKeepsTheGenerationsDemandRecord(t *testing.T) {
 	db, s := newGenericStore(t, backends(t)["mem"], "sealcompact", func(o *Options) { o.CompactDemandRuns = 2 })
 	for i := range 3 {
 		seal(t, s, row(string(rune('a'+i)), 1))
-		_, err := s.MergeOnce(ctx, db.shard)
-		require.NoError(t, err)
+		mustMergeOnce(ctx, t, s, db.shard)
 	}
 	require.True(t, keyExists(t, db, demandCompactMarker(s.target)))
 
@@ -75,8 +74,7 @@ func TestFindingClearingTheCompactionMarkerKeepsAConcurrentMergesMarker(t *testi
 			db, s := newGenericStore(t, backends(t)["mem"], "markerrace", func(o *Options) { o.CompactDemandRuns = 2 })
 			for i := range 3 {
 				seal(t, s, row(string(rune('a'+i)), 1))
-				_, err := s.MergeOnce(ctx, db.shard)
-				require.NoError(t, err)
+				mustMergeOnce(ctx, t, s, db.shard)
 			}
 			if clearer == "reconcile" {
 				res := mustCompact(ctx, t, s, CompactParams{})
@@ -116,9 +114,7 @@ func TestFindingClearingTheCompactionMarkerKeepsAConcurrentMergesMarker(t *testi
 			case <-ctx.Done():
 				t.Fatalf("the %s never cleared the marker", clearer)
 			}
-			res, err := s.MergeOnce(ctx, db.shard)
-			require.NoError(t, err)
-			require.Equal(t, RoundCommitted, res.Outcome)
+			require.Equal(t, RoundCommitted, mustMergeOnce(ctx, t, s, db.shard).Outcome)
 			close(resume)
 			require.NoError(t, <-cleared)
 

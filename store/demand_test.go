@@ -71,8 +71,7 @@ func TestSealWritesDemandBeforeManifest(t *testing.T) {
 			s := createGeneric(t, db, "orders", false)
 			appendRows(t, s, row("a", 1))
 			crash.Store(true)
-			_, err = s.Flush(context.Background())
-			require.Error(t, err)
+			require.Error(t, errOf(s.Flush(context.Background())))
 			require.Positive(t, manifestPuts.Load())
 			recs := demandOf(t, db, s.target)
 			require.Len(t, recs, 1, "the record is written before the manifest")
@@ -107,8 +106,7 @@ func TestMergeCommitDeletesCoveredDemand(t *testing.T) {
 			p := mustPrepare(ctx, t, s, PrepareParams{Shard: db.shard})
 			appendRows(t, s, row("late", 9))
 			late := flush(t, s)
-			_, err := commitOne(ctx, s, p)
-			require.NoError(t, err)
+			mustCommit(ctx, t, s, p)
 			recs := demandOf(t, db, s.target)
 			require.Len(t, recs, 1)
 			require.Equal(t, late.Generation, recs[0].Gen)
@@ -133,8 +131,7 @@ func TestStaleAndOrphanDemandAreCleaned(t *testing.T) {
 		}
 		return nil
 	}})
-	_, err := s.MergeOnce(ctx, db.shard)
-	require.NoError(t, err)
+	mustMergeOnce(ctx, t, s, db.shard)
 	require.Len(t, demandOf(t, db, s.target), 1, "stale record survives the failed clean-up")
 	db.bucket = db.bucket.WithFaults(nil)
 
@@ -148,8 +145,7 @@ func TestStaleAndOrphanDemandAreCleaned(t *testing.T) {
 	require.NoError(t, db.bucket.Put(ctx, old, []byte("{}")))
 
 	// A repair that finds nothing to drain still cleans the shard's records.
-	_, err = s.Repair(ctx, RepairParams{Shard: sh})
-	require.NoError(t, err)
+	require.NoError(t, errOf(s.Repair(ctx, RepairParams{Shard: sh})))
 	recs := demandOf(t, db, s.target)
 	require.Len(t, recs, 2, "covered record deleted; in-flight-looking orphans stay until old: %+v", recs)
 
@@ -169,8 +165,7 @@ func TestReconcileRepairsMissingDemandAndCompactMarker(t *testing.T) {
 	db, s := newGenericStore(t, backends(t)["mem"], "orders", func(o *Options) { o.CompactDemandRuns = 2 })
 	for i := range 2 {
 		seal(t, s, row(fmt.Sprint("k", i), 1))
-		_, err := s.MergeOnce(ctx, db.shard)
-		require.NoError(t, err)
+		mustMergeOnce(ctx, t, s, db.shard)
 	}
 	require.True(t, keyExists(t, db, demandCompactMarker(s.target)), "the commit that made 2 runs wrote the marker")
 
@@ -233,10 +228,8 @@ func TestListStoresPagesAcrossManyPages(t *testing.T) {
 				require.Equal(t, s.Name, got[i], "pages follow ListTargets' order")
 			}
 
-			_, err = db.ListStores(ctx, KindGeneric, "../x", 5)
-			require.ErrorIs(t, err, ErrInvalidInput)
-			_, err = db.ListStores(ctx, Kind("nope"), "", 5)
-			require.ErrorIs(t, err, ErrInvalidInput)
+			require.ErrorIs(t, errOf(db.ListStores(ctx, KindGeneric, "../x", 5)), ErrInvalidInput)
+			require.ErrorIs(t, errOf(db.ListStores(ctx, Kind("nope"), "", 5)), ErrInvalidInput)
 
 			seen := 0
 			require.NoError(t, db.Bucket().Walk(ctx, registryDir+"/", func(objstore.ObjectInfo) error { seen++; return nil }))
@@ -254,8 +247,7 @@ func TestRequestCounterCounts(t *testing.T) {
 	rc := &requestcount.Counter{}
 	cb := b.WithFaults(rc)
 	require.NoError(t, cb.Put(ctx, "a/b", []byte("x")))
-	_, err = cb.Get(ctx, "a/b")
-	require.NoError(t, err)
+	require.NoError(t, errOf(cb.Get(ctx, "a/b")))
 	_, _, err = cb.ListPageWhere(ctx, "a/", "", 10, nil)
 	require.NoError(t, err)
 	c := rc.Counts()

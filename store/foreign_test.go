@@ -105,8 +105,7 @@ func TestRegistryListingSkipsForeignKeys(t *testing.T) {
 			for i, s := range all.Stores {
 				require.Equal(t, stores[i], s.Name)
 			}
-			_, err = db.Recover(ctx)
-			require.NoError(t, err, "startup recovery pages the same registry")
+			require.NoError(t, errOf(db.Recover(ctx)), "startup recovery pages the same registry")
 
 			require.GreaterOrEqual(t, foreignCount(m, foreignRegistry), float64(len(foreign)))
 			warned := logs.FilterField(zap.String("place", foreignRegistry)).Len()
@@ -164,12 +163,10 @@ func TestForeignKeysInsideAStoreAreSkipped(t *testing.T) {
 			want := map[string]int64{"a": 1, "b": 2, "c": 3, "d": 4, "e": 5}
 			require.Equal(t, want, allRows(t, s2, SourceAll))
 
-			_, err = commitOne(ctx, s2, mustPrepare(ctx, t, s2, PrepareParams{AttemptKey: attempt}))
-			require.NoError(t, err)
+			mustCommit(ctx, t, s2, mustPrepare(ctx, t, s2, PrepareParams{AttemptKey: attempt}))
 			mustMergeAll(ctx, t, s2)
 			mustCompact(ctx, t, s2, CompactParams{})
-			_, err = s2.ReconcileDemand(ctx)
-			require.NoError(t, err)
+			require.NoError(t, errOf(s2.ReconcileDemand(ctx)))
 			var records int
 			require.NoError(t, db2.WalkDemand(ctx, KindGeneric, func(DemandRecord) error { records++; return nil }))
 			require.Equal(t, want, allRows(t, openGeneric(t, openTestDB(t, url, "r"), "fk"), SourceAll))
@@ -217,8 +214,7 @@ func TestListTargetsPagesAcrossKinds(t *testing.T) {
 			if k == KindGeneric {
 				co.Schema = &testSchema
 			}
-			_, err := db.Create(ctx, tg, co)
-			require.NoError(t, err)
+			require.NoError(t, errOf(db.Create(ctx, tg, co)))
 			want = append(want, tg)
 		}
 	}
@@ -269,8 +265,7 @@ func TestListTargetsWithMaxBytes(t *testing.T) {
 			if k == KindGeneric {
 				co.Schema = &testSchema
 			}
-			_, err := db.Create(ctx, tg, co)
-			require.NoError(t, err)
+			require.NoError(t, errOf(db.Create(ctx, tg, co)))
 			want = append(want, tg)
 		}
 	}

@@ -25,9 +25,9 @@ func mixedSizeStore(t *testing.T, gens int, tweak ...func(*Options)) *Store {
 	value := func(i int, big bool) Row {
 		k := fmt.Sprintf("k%04d", i)
 		if big {
-			return Row{Key: k, Values: []any{k, int64(i), strings.Repeat("x", bigBytes)}}
+			return keyRow(k, int64(i), strings.Repeat("x", bigBytes))
 		}
-		return Row{Key: k, Values: []any{k, int64(i), "small " + k}}
+		return keyRow(k, int64(i), "small "+k)
 	}
 	var rs []Row
 	for i := range mixedSmall + mixedBig {
@@ -94,8 +94,7 @@ func TestListMaxBytesBoundsThePage(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			s := mixedSizeStore(t, tc.gens, tc.tweak)
-			all, err := s.List(ctx, ListOptions{Limit: 10000})
-			require.NoError(t, err)
+			all := mustList(ctx, t, s, ListOptions{Limit: 10000})
 			require.Empty(t, all.Next)
 			require.Greater(t, len(all.Rows), mixedSmall+mixedBig/2)
 			maxRow := slices.Max(rowsJSONBytes(t, all.Rows))
@@ -109,8 +108,7 @@ func TestListMaxBytesBoundsThePage(t *testing.T) {
 				after := ""
 				for pages := 0; ; pages++ {
 					require.Less(t, pages, 2*len(all.Rows), "paging does not end")
-					page, err := s.List(ctx, ListOptions{Limit: c.limit, MaxBytes: c.maxBytes, After: after})
-					require.NoError(t, err)
+					page := mustList(ctx, t, s, ListOptions{Limit: c.limit, MaxBytes: c.maxBytes, After: after})
 					require.NotEmpty(t, page.Rows, "a page holds at least one row")
 					sizes := rowsJSONBytes(t, page.Rows)
 					var total int64

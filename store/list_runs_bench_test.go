@@ -31,8 +31,7 @@ func BenchmarkListRunPage(b *testing.B) {
 			for j := range p {
 				p[j] = letters[rng.IntN(len(letters))]
 			}
-			k := fmt.Sprintf("k%07d", i)
-			batch = append(batch, Row{Key: k, Values: []any{k, int64(i), string(p)}})
+			batch = append(batch, keyRow(fmt.Sprintf("k%07d", i), int64(i), string(p)))
 		}
 		appendRows(b, s, batch...)
 	}

@@ -38,7 +38,7 @@ func streamedRunStore(t *testing.T, rows, pad, groupRows, gens int, rb *Budget) 
 	var rs []Row
 	for i := 0; i < rows; i++ {
 		k := fmt.Sprintf("k%06d", 2*i)
-		rs = append(rs, Row{Key: k, Values: []any{k, int64(i), padding + k}})
+		rs = append(rs, keyRow(k, int64(i), padding+k))
 	}
 	seal(t, s, rs...)
 	mustMergeAll(ctx, t, s)
@@ -57,7 +57,7 @@ func addPendingGenerations(t *testing.T, s *Store, rows, from, n int) (ref *Stor
 		var batch []Row
 		for range 40 {
 			k := fmt.Sprintf("k%06d", rng.IntN(2*rows+20)) // base keys, keys between them, past the end
-			batch = append(batch, Row{Key: k, Values: []any{k, int64(1_000_000 + g), fmt.Sprintf("gen%d", g)}})
+			batch = append(batch, keyRow(k, int64(1_000_000+g), fmt.Sprintf("gen%d", g)))
 		}
 		appendRows(t, s, batch...)
 		for range 5 {
@@ -120,8 +120,7 @@ func listAll(t *testing.T, s *Store, after string, limit int) []ListPage {
 	t.Helper()
 	var pages []ListPage
 	for {
-		page, err := s.List(context.Background(), ListOptions{Limit: limit, After: after})
-		require.NoError(t, err)
+		page := mustList(context.Background(), t, s, ListOptions{Limit: limit, After: after})
 		pages = append(pages, page)
 		if page.Next == "" {
 			return pages
@@ -183,10 +182,8 @@ func TestListStreamsBaseRunsAsTheWholeDecode(t *testing.T) {
 			}
 			// Cursors anywhere: on a key, between keys, before the first, past the last.
 			for _, after := range []string{"k000000", "k001201", "k002777", "k003998", "a", "k999999"} {
-				want, err := ref.List(context.Background(), ListOptions{Limit: 100, After: after})
-				require.NoError(t, err)
-				got, err := s.List(context.Background(), ListOptions{Limit: 100, After: after})
-				require.NoError(t, err)
+				want := mustList(context.Background(), t, ref, ListOptions{Limit: 100, After: after})
+				got := mustList(context.Background(), t, s, ListOptions{Limit: 100, After: after})
 				require.Equal(t, want, got, "after %q", after)
 			}
 			require.Zero(t, rb.Reserved())
@@ -211,12 +208,9 @@ func TestListPageDecodesOnlyTheRowGroupsItNeeds(t *testing.T) {
 
 	for _, after := range []string{"", "k060001", "k119000"} {
 		before := testutil.ToFloat64(m.ReadRunRowsDecoded)
-		got, err := s.List(ctx, ListOptions{Limit: 100, After: after})
-		require.NoError(t, err)
+		got := mustList(ctx, t, s, ListOptions{Limit: 100, After: after})
 		decoded := int64(testutil.ToFloat64(m.ReadRunRowsDecoded) - before)
-		want, err := ref.List(ctx, ListOptions{Limit: 100, After: after})
-		require.NoError(t, err)
-		require.Equal(t, want, got)
+		require.Equal(t, mustList(ctx, t, ref, ListOptions{Limit: 100, After: after}), got)
 		require.Len(t, got.Rows, 100)
 		t.Logf("after %q: decoded %d of the run's %d rows (%d row groups of 500; batches of %d rows)",
 			after, decoded, rows, groups, batchRows)
@@ -241,9 +235,7 @@ func TestListOverStreamedRunsStaysWithinItsReservation(t *testing.T) {
 	afters := []string{"", "k010001", "k020000", "k030003", "k039990", "k000777"}
 	want := make([]ListPage, len(afters))
 	for i, after := range afters {
-		p, err := ref.List(ctx, ListOptions{Limit: 500, After: after})
-		require.NoError(t, err)
-		want[i] = p
+		want[i] = mustList(ctx, t, ref, ListOptions{Limit: 500, After: after})
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, 4*len(afters))

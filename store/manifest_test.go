@@ -86,8 +86,7 @@ func TestLoadShardReusesDecodeOfSameVersion(t *testing.T) {
 	require.Len(t, m1.Flushed, 1, "a decode handed out is never changed")
 
 	// A drain by the other handle: the writer's next read decodes the new version once.
-	_, err := other.drain(ctx, shard, []uint64{m3.Flushed[0].Gen})
-	require.NoError(t, err)
+	require.NoError(t, errOf(other.drain(ctx, shard, []uint64{m3.Flushed[0].Gen})))
 	m4 := mustLoadShard(ctx, t, w, shard)
 	require.Len(t, m4.Flushed, 1)
 	require.Same(t, m4, mustLoadShard(ctx, t, w, shard))
@@ -106,8 +105,7 @@ func TestLoadBaseReusesDecodeOfSameVersion(t *testing.T) {
 	require.Zero(t, before.Version)
 
 	sealGenerations(t, w, 2)
-	res, err := commitOne(ctx, w, mustPrepare(ctx, t, w, PrepareParams{}))
-	require.NoError(t, err)
+	res := mustCommit(ctx, t, w, mustPrepare(ctx, t, w, PrepareParams{}))
 
 	own := mustLoadBase(ctx, t, w)
 	require.Equal(t, res.BaseVersion, own.Version)

@@ -28,8 +28,7 @@ func TestFindingAbortOfARacingLoserReportsThePassOnce(t *testing.T) {
 	require.NoError(t, err)
 	healthy := db.bucket
 	db.bucket = db.bucket.WithFaults(failOn(errors.New("storage unreachable"), func(string, string) bool { return true }))
-	_, err = commitOne(ctx, s, loser)
-	require.Error(t, err, "the loser's commit fails outright")
+	require.Error(t, errOf(commitOne(ctx, s, loser)), "the loser's commit fails outright")
 	db.bucket = healthy
 
 	lost := mustAbort(ctx, t, s, loser)

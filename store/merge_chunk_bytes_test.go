@@ -23,15 +23,13 @@ func TestFindingLargeRowsAmongSmallOnesKeepChunksToTheirBytes(t *testing.T) {
 	for g := range 2 {
 		var rs []Row
 		for i := range 3000 {
-			k := fmt.Sprintf("k%05d", i)
-			rs = append(rs, Row{Key: k, Values: []any{k, int64(g), "s"}})
+			rs = append(rs, keyRow(fmt.Sprintf("k%05d", i), int64(g), "s"))
 		}
 		// After every small key: one stretch of large rows, in the first run only. The second
 		// run gives the compaction two inputs, and with it the first run's stretch in one chunk
 		// sized from their average row.
 		for i := range 100 * (1 - g) {
-			k := fmt.Sprintf("m%05d", i)
-			rs = append(rs, Row{Key: k, Values: []any{k, int64(g), large}})
+			rs = append(rs, keyRow(fmt.Sprintf("m%05d", i), int64(g), large))
 		}
 		seal(t, s, rs...)
 		mustMergeAll(ctx, t, s)

@@ -32,8 +32,7 @@ func TestAttemptClaimsDoNotAccumulate(t *testing.T) {
 	// A committed attempt leaves no claim, and neither does a late Abort of it.
 	seal(t, s, row("a", 1))
 	p := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "wf/a"})
-	_, err := commitOne(ctx, s, p)
-	require.NoError(t, err)
+	mustCommit(ctx, t, s, p)
 	require.False(t, claimExists(t, s, p), "commit claim left after a successful commit")
 	require.True(t, mustAbort(ctx, t, s, p).CommitPresent)
 	require.False(t, claimExists(t, s, p), "abort of a committed attempt left a claim")
@@ -43,8 +42,7 @@ func TestAttemptClaimsDoNotAccumulate(t *testing.T) {
 	stale := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "wf/b"})
 	mustAbort(ctx, t, s, stale)
 	require.True(t, claimExists(t, s, stale), "an abort below the watermark must keep its claim")
-	_, err = commitOne(ctx, s, stale)
-	require.ErrorIs(t, err, ErrStalePreparation)
+	require.ErrorIs(t, errOf(commitOne(ctx, s, stale)), ErrStalePreparation)
 
 	// Another attempt merges the same generation: the round that moves the watermark past
 	// the aborted range collects the claim (collectSettledClaims), and aborting the stale one
@@ -78,8 +76,7 @@ func TestRetriedPrepareKeepsTheRunOfAClaimedCommit(t *testing.T) {
 
 	// The old commit lands; the retry's own commit is then stale, and the rows are whole.
 	publishOnly(t, s, old)
-	_, err = commitOne(ctx, s, retried)
-	require.ErrorIs(t, err, ErrStalePreparation)
+	require.ErrorIs(t, errOf(commitOne(ctx, s, retried)), ErrStalePreparation)
 	mustAbort(ctx, t, s, retried)
 	mustMergeAll(ctx, t, s)
 	require.Equal(t, map[string]int64{"a": 1, "b": 2, "c": 3}, allRows(t, s, SourceAll))

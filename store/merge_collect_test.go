@@ -45,14 +45,8 @@ func (c *opCounter) count(f func()) map[string]int {
 // counter counts, and creates the generic store name in it.
 func countedStore(t *testing.T, name string) (*DB, *Store, *opCounter) {
 	t.Helper()
-	ctx := context.Background()
-	b, err := objstore.OpenBucket(ctx, fmt.Sprintf("mem://%s-%d", name, testURLSeq.Add(1)))
-	require.NoError(t, err)
 	counter := &opCounter{}
-	opts := DefaultOptions()
-	opts.InstanceID = "w1"
-	db := OpenDBOnBucket(b.WithFaults(counter.faults()), opts)
-	t.Cleanup(func() { _ = db.Close(ctx) })
+	db := openCountedDB(t, fmt.Sprintf("mem://%s-%d", name, testURLSeq.Add(1)), counter.faults())
 	return db, createGeneric(t, db, name, false), counter
 }
 
@@ -82,8 +76,7 @@ func TestRoundCommitCollectsAbandonedStagedRuns(t *testing.T) {
 	// watermark reaches into the abandoned run's range, so the round deletes it.
 	next := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-b/2", MaxGenerations: intPtr(2)})
 	require.Equal(t, uint64(2), next.Through)
-	rr, err := s.CommitRound(ctx, []*PreparedMerge{next})
-	require.NoError(t, err)
+	rr := mustCommitRound(ctx, t, s, []*PreparedMerge{next})
 	require.Equal(t, RoundCommitted, rr.Shards[0].Outcome)
 	require.Equal(t, 1, rr.AbandonedStaged)
 	require.False(t, stagedExists(t, s, covered), "the abandoned run of a covered range is deleted")
@@ -111,9 +104,7 @@ func TestRoundCommitCollectsAbandonedStagedRuns(t *testing.T) {
 	require.True(t, stagedExists(t, s, open), "an open range may still be committed: never collected")
 
 	// Its own commit still publishes it; then a collection deletes nothing.
-	res, err := commitOne(ctx, s, open)
-	require.NoError(t, err)
-	require.Equal(t, RoundCommitted, res.Outcome)
+	require.Equal(t, RoundCommitted, mustCommit(ctx, t, s, open).Outcome)
 	require.True(t, stagedExists(t, s, open))
 
 	// Terminated once more (generation 4), then covered by a commit of the same range under
@@ -159,8 +150,7 @@ func TestRoundCommitCollectsSettledClaims(t *testing.T) {
 	require.True(t, claimExists(t, s, cancelled), "an open range keeps its abort claim")
 
 	next := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-b/2", MaxGenerations: intPtr(2)})
-	rr, err := s.CommitRound(ctx, []*PreparedMerge{next})
-	require.NoError(t, err)
+	rr := mustCommitRound(ctx, t, s, []*PreparedMerge{next})
 	require.Equal(t, RoundCommitted, rr.Shards[0].Outcome)
 	require.Equal(t, 1, rr.SettledClaims)
 	require.False(t, claimExists(t, s, cancelled), "the round that covered the range collected the claim")
@@ -279,13 +269,11 @@ func TestCollectorKeepsQuarantinedRuns(t *testing.T) {
 	base := mustLoadBase(ctx, t, s)
 	require.Len(t, base.Runs, 1)
 	run := base.Runs[0].Path
-	_, err := s.Quarantine(ctx, run, "operator: bad disk")
-	require.NoError(t, err)
+	mustQuarantine(ctx, t, s, run, "operator: bad disk")
 
 	seal(t, s, row("b", 2))
-	_, err = s.MergeAll(ctx) // a round commit that moves the watermark, and collects
+	_, err := s.MergeAll(ctx) // a round commit that moves the watermark, and collects
 	require.NoError(t, err)
-	_, err = s.collectAbandonedStaged(ctx, nil)
-	require.NoError(t, err)
+	require.NoError(t, errOf(s.collectAbandonedStaged(ctx, nil)))
 	require.True(t, onStorage(t, db.bucket, run), "a quarantined run stays on storage")
 }

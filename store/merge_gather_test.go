@@ -80,8 +80,7 @@ func TestMergeReadsKeepThePrefixWhateverTheReadOrder(t *testing.T) {
 	for g := 0; g < 3; g++ {
 		var rs []Row
 		for i := 0; i < 2000; i++ {
-			k := fmt.Sprintf("k%d-%05d", g, i)
-			rs = append(rs, Row{Key: k, Values: []any{k, int64(i), pad}})
+			rs = append(rs, keyRow(fmt.Sprintf("k%d-%05d", g, i), int64(i), pad))
 		}
 		seal(t, s, rs...)
 	}

@@ -42,10 +42,9 @@ func mergeTestStore(t *testing.T, gens, rows, payload int, tweak ...func(*Option
 			for j := range p {
 				p[j] = byte(rng.Uint32())
 			}
-			batch = append(batch, Row{Key: k, Values: []any{k, int64(g*rows + i), string(p)}})
+			batch = append(batch, keyRow(k, int64(g*rows+i), string(p)))
 		}
-		_, err := s.Append(ctx, batch)
-		require.NoError(t, err)
+		mustAppend(ctx, t, s, batch)
 		flush(t, s)
 	}
 	return s, db
@@ -74,8 +73,7 @@ func TestPrepareReservesFootprintBeforeReading(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, mergeFootprint(p.Bytes), p.Bytes+int64(mergeOverheadBytes))
 	require.Zero(t, budget.Reserved(), "released when prepare returns")
-	_, err = commitOne(ctx, s, p)
-	require.NoError(t, err)
+	mustCommit(ctx, t, s, p)
 }
 
 func TestPrepareConcurrentReadsReportFirstFailingGeneration(t *testing.T) {
@@ -102,8 +100,7 @@ func TestPrepareConcurrentReadsReportFirstFailingGeneration(t *testing.T) {
 	db.bucket = db.bucket.WithFaults(nil)
 	p := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "ok"})
 	require.Len(t, p.Generations, 6)
-	res, err := commitOne(ctx, s, p)
-	require.NoError(t, err)
+	res := mustCommit(ctx, t, s, p)
 	require.Equal(t, 6, res.Reclaimed)
 	require.Equal(t, 6, res.Deleted, "merged generation files deleted (concurrently) after the drain")
 	require.Empty(t, listKeys(t, db.bucket, genPrefix(s.target, db.shard)))
@@ -148,8 +145,7 @@ func TestWriteParquetChunksRoundTrip(t *testing.T) {
 	schema := c.ArrowSchema()
 	var rows []Row
 	for i := 0; i < 5000; i++ {
-		k := fmt.Sprintf("k%06d", i)
-		rows = append(rows, Row{Key: k, Values: []any{k, int64(i), strings.Repeat("x", i%50)}})
+		rows = append(rows, keyRow(fmt.Sprintf("k%06d", i), int64(i), strings.Repeat("x", i%50)))
 	}
 	// Three chunks of different sizes, as Prepare streams them.
 	var chunks []arrow.RecordBatch

@@ -41,16 +41,14 @@ func TestCommitLockHoldIsIndependentOfMergeSize(t *testing.T) {
 			for m := 0; m < sz.merges; m++ {
 				batch := make([]Row, 0, 1024)
 				for i := 0; i < rows; i++ {
-					key := fmt.Sprintf("k%03d-%09d", m, i)
-					batch = append(batch, Row{Key: key, Values: []any{key, int64(i), payload}})
+					batch = append(batch, keyRow(fmt.Sprintf("k%03d-%09d", m, i), int64(i), payload))
 					if len(batch) == cap(batch) || i == rows-1 {
 						appendRows(t, s, batch...)
 						batch = batch[:0]
 					}
 				}
 				flush(t, s)
-				res, err := s.CommitRound(ctx, []*PreparedMerge{mustPrepare(ctx, t, s, PrepareParams{})})
-				require.NoError(t, err)
+				res := mustCommitRound(ctx, t, s, []*PreparedMerge{mustPrepare(ctx, t, s, PrepareParams{})})
 				require.Equal(t, RoundCommitted, res.Shards[0].Outcome)
 				holds = append(holds, res.LockHold)
 			}

@@ -29,6 +29,14 @@ func commitOne(ctx context.Context, s *Store, p *PreparedMerge) (RoundShardResul
 	return rr.Shards[0], err
 }
 
+// mustCommit is commitOne of p, which must not fail.
+func mustCommit(ctx context.Context, t testing.TB, s *Store, p *PreparedMerge) RoundShardResult {
+	t.Helper()
+	res, err := commitOne(ctx, s, p)
+	require.NoError(t, err)
+	return res
+}
+
 // publishOnly claims and publishes p without finishing it: the state a crash between a
 // commit's publish and its drain leaves.
 func publishOnly(t *testing.T, s *Store, p *PreparedMerge) {
@@ -84,18 +92,15 @@ func (f *roundFixture) commitAhead(t *testing.T, i int) {
 	t.Helper()
 	ctx := context.Background()
 	one := 1
-	other, err := f.writers[i].Prepare(ctx, PrepareParams{AttemptKey: "other/1", MaxGenerations: &one})
-	require.NoError(t, err)
-	_, err = commitOne(ctx, f.writers[i], other)
-	require.NoError(t, err)
+	other := mustPrepare(ctx, t, f.writers[i], PrepareParams{AttemptKey: "other/1", MaxGenerations: &one})
+	require.NoError(t, errOf(commitOne(ctx, f.writers[i], other)))
 }
 
 func (f *roundFixture) prepareAll(t *testing.T, attempt string) []*PreparedMerge {
 	t.Helper()
 	var ps []*PreparedMerge
 	for i, s := range f.writers {
-		p, err := s.Prepare(context.Background(), PrepareParams{AttemptKey: fmt.Sprintf("%s/%d", attempt, i)})
-		require.NoError(t, err)
+		p := mustPrepare(context.Background(), t, s, PrepareParams{AttemptKey: fmt.Sprintf("%s/%d", attempt, i)})
 		require.NotNil(t, p)
 		ps = append(ps, p)
 	}
@@ -181,8 +186,7 @@ func TestCommitRoundPublishesSeveralShardsInOneVersion(t *testing.T) {
 			ps := f.prepareAll(t, "wf/round-1")
 			require.NotEmpty(t, listKeys(t, f.committer.db.bucket, demandShardPrefix(f.committer.target, f.writers[0].db.Shard())), "the seals wrote demand records")
 
-			res, err := f.committer.CommitRound(ctx, ps)
-			require.NoError(t, err)
+			res := mustCommitRound(ctx, t, f.committer, ps)
 			require.EqualValues(t, 1, res.BaseVersion, "one base version for the whole round")
 			require.Equal(t, []string{"committed", "committed", "committed", "committed", "committed"}, outcomes(res))
 			base := mustLoadBase(ctx, t, f.committer)
@@ -207,8 +211,7 @@ func TestCommitRoundPublishesSeveralShardsInOneVersion(t *testing.T) {
 			// committed and publishes nothing. It still reports each pass's generations as
 			// reclaimed: when the first attempt's reply was lost, the retry's is the only one
 			// the workflow sees.
-			again, err := f.committer.CommitRound(ctx, ps)
-			require.NoError(t, err)
+			again := mustCommitRound(ctx, t, f.committer, ps)
 			require.Zero(t, again.BaseVersion)
 			requireEveryShard(t, again, RoundAlreadyCommitted, 1)
 			for i := range again.Shards {
@@ -230,12 +233,10 @@ func TestCommitRoundLeavesStaleShardsOut(t *testing.T) {
 	// inside the prepared range. Shard 2: its attempt was aborted first. Shard 3: its staged
 	// file is gone.
 	f.commitAhead(t, 1)
-	_, err := f.writers[2].claim(ctx, ps[2], "abort")
-	require.NoError(t, err)
+	require.NoError(t, errOf(f.writers[2].claim(ctx, ps[2], "abort")))
 	require.NoError(t, f.writers[3].db.bucket.Delete(ctx, ps[3].Staged[0].Path))
 
-	res, err := f.committer.CommitRound(ctx, ps)
-	require.NoError(t, err)
+	res := mustCommitRound(ctx, t, f.committer, ps)
 	require.Equal(t, []string{"committed", "stale", "stale", "stale"}, outcomes(res))
 	require.Contains(t, res.Shards[1].Reason, "watermark 1 inside prepared range 1..3")
 	require.Contains(t, res.Shards[2].Reason, "was aborted")
@@ -253,8 +254,7 @@ func TestCommitRoundLeavesStaleShardsOut(t *testing.T) {
 		require.NoError(t, err, "shard %d", i)
 		require.False(t, ar.CommitPresent)
 	}
-	_, err = f.writers[0].MergeAll(ctx)
-	require.NoError(t, err)
+	mustMergeAll(ctx, t, f.writers[0])
 	f.requireConverged(t)
 }
 
@@ -306,12 +306,10 @@ func TestCommitRoundCrashPoints(t *testing.T) {
 			}
 			ff := tc.faults(shards)
 			f.faults.Store(&ff)
-			_, err := f.committer.CommitRound(ctx, ps)
-			require.ErrorIs(t, err, injected)
+			require.ErrorIs(t, errOf(f.committer.CommitRound(ctx, ps)), injected)
 			f.faults.Store(nil)
 
-			base, err := f.writers[0].loadBase(ctx)
-			require.NoError(t, err)
+			base := mustLoadBase(ctx, t, f.writers[0])
 			if tc.published {
 				require.EqualValues(t, 1, base.Version)
 			} else {
@@ -320,8 +318,7 @@ func TestCommitRoundCrashPoints(t *testing.T) {
 			require.Equal(t, f.want, allRows(t, f.writers[0], SourceAll), "reads right after the crash")
 
 			// The activity's retry: same input.
-			res, err := f.committer.CommitRound(ctx, ps)
-			require.NoError(t, err)
+			res := mustCommitRound(ctx, t, f.committer, ps)
 			outcome := RoundCommitted
 			if tc.published {
 				outcome = RoundAlreadyCommitted
@@ -339,17 +336,14 @@ func TestCommitRoundCompensationCrash(t *testing.T) {
 	ps := f.prepareAll(t, "wf/round-1")
 	f.commitAhead(t, 1)
 
-	res, err := f.committer.CommitRound(ctx, ps)
-	require.NoError(t, err)
-	require.Equal(t, []string{"committed", "stale"}, outcomes(res))
+	require.Equal(t, []string{"committed", "stale"}, outcomes(mustCommitRound(ctx, t, f.committer, ps)))
 
 	injected := errors.New("injected crash")
 	ff := failOn(injected, func(op, key string) bool {
 		return op == objstore.OpDelete && strings.HasSuffix(key, ".parquet")
 	})
 	f.faults.Store(&ff)
-	_, err = f.committer.Abort(ctx, ps[1])
-	require.ErrorIs(t, err, injected)
+	require.ErrorIs(t, errOf(f.committer.Abort(ctx, ps[1])), injected)
 	f.faults.Store(nil)
 	// The round that committed its range ahead already collected the staged run
 	// (collectAbandonedStaged): no commit of it could publish it. The Abort still settles
@@ -358,8 +352,7 @@ func TestCommitRoundCompensationCrash(t *testing.T) {
 	require.Equal(t, f.want, allRows(t, f.writers[0], SourceAll))
 
 	require.Equal(t, 1, mustAbort(ctx, t, f.committer, ps[1]).Deleted)
-	_, err = f.writers[0].MergeAll(ctx)
-	require.NoError(t, err)
+	mustMergeAll(ctx, t, f.writers[0])
 	f.requireConverged(t)
 }
 
@@ -367,20 +360,16 @@ func TestCommitRoundRejectsBadInput(t *testing.T) {
 	ctx := context.Background()
 	f := newRoundFixture(t, fmt.Sprintf("mem://round-bad-%d", testURLSeq.Add(1)), 2, 1)
 	ps := f.prepareAll(t, "wf/round-1")
-	_, err := f.committer.CommitRound(ctx, nil)
-	require.ErrorIs(t, err, ErrInvalidInput)
-	_, err = f.committer.CommitRound(ctx, []*PreparedMerge{ps[0], ps[0]})
-	require.ErrorIs(t, err, ErrInvalidInput)
+	require.ErrorIs(t, errOf(f.committer.CommitRound(ctx, nil)), ErrInvalidInput)
+	require.ErrorIs(t, errOf(f.committer.CommitRound(ctx, []*PreparedMerge{ps[0], ps[0]})), ErrInvalidInput)
 	tooMany := make([]*PreparedMerge, MaxRoundShards+1)
 	for i := range tooMany {
 		tooMany[i] = ps[0]
 	}
-	_, err = f.committer.CommitRound(ctx, tooMany)
-	require.ErrorIs(t, err, ErrInvalidInput)
+	require.ErrorIs(t, errOf(f.committer.CommitRound(ctx, tooMany)), ErrInvalidInput)
 	bad := *ps[1]
 	bad.Staged = []StagedFile{{Path: "elsewhere/x.parquet"}}
-	_, err = f.committer.CommitRound(ctx, []*PreparedMerge{ps[0], &bad})
-	require.ErrorIs(t, err, ErrInvalidInput)
+	require.ErrorIs(t, errOf(f.committer.CommitRound(ctx, []*PreparedMerge{ps[0], &bad})), ErrInvalidInput)
 	require.Zero(t, mustLoadBase(ctx, t, f.committer).Version, "bad input writes nothing")
 	require.False(t, claimExists(t, f.committer, ps[0]))
 }

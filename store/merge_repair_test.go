@@ -14,9 +14,7 @@ import (
 func TestRepairFinishesAnInterruptedCommit(t *testing.T) {
 	ctx := context.Background()
 	db, s := newGenericStore(t, fmt.Sprintf("mem://repair-%d", testURLSeq.Add(1)), "repair")
-	for i := 0; i < 3; i++ {
-		seal(t, s, row(fmt.Sprintf("k%d", i), int64(i)))
-	}
+	sealGenerations(t, s, 3)
 	want := allRows(t, s, SourceAll)
 	publishOnly(t, s, mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "wf/1"}))
 
@@ -45,9 +43,7 @@ func TestFindingMergeStoppedAfterItsPublishIsFinishedByTheReconcile(t *testing.T
 	ctx := context.Background()
 	url := fmt.Sprintf("mem://stopped-%d", testURLSeq.Add(1))
 	db, s := newGenericStore(t, url, "stopped")
-	for i := 0; i < 3; i++ {
-		seal(t, s, row(fmt.Sprintf("k%d", i), int64(i)))
-	}
+	sealGenerations(t, s, 3)
 	want := allRows(t, s, SourceAll)
 	shard := db.Shard()
 	p := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "merge-wal/generic/stopped/Prepare/run/1"})
@@ -70,8 +66,7 @@ func TestFindingMergeStoppedAfterItsPublishIsFinishedByTheReconcile(t *testing.T
 
 	// Another process's reconcile (the writer's instance is gone).
 	other := openTestDB(t, url, "reconciler")
-	_, err := other.ReconcileStore(ctx, s.target)
-	require.NoError(t, err)
+	require.NoError(t, errOf(other.ReconcileStore(ctx, s.target)))
 	require.Empty(t, listedGens(t, s, shard), "the covered generations are drained")
 	require.Empty(t, genFilesOnDisk(t, s, shard), "and their files deleted")
 	require.Zero(t, claims(), "the attempt's claim, which the watermark settles, is deleted")
@@ -79,7 +74,6 @@ func TestFindingMergeStoppedAfterItsPublishIsFinishedByTheReconcile(t *testing.T
 	require.Equal(t, want, allRows(t, openGeneric(t, other, "stopped"), SourceAll))
 
 	// A clean store reconciles to nothing more.
-	_, err = other.ReconcileStore(ctx, s.target)
-	require.NoError(t, err)
+	require.NoError(t, errOf(other.ReconcileStore(ctx, s.target)))
 	require.Equal(t, want, allRows(t, openGeneric(t, other, "stopped"), SourceBase))
 }

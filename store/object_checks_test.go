@@ -24,27 +24,27 @@ func mergedStore(t *testing.T, url string) (*DB, *Store, *Metrics) {
 	db, m, _ := foreignDB(t, url, "w1")
 	s := createGeneric(t, db, "oc", false)
 	seal(t, s, row("a", 1), row("b", 2))
-	_, err := s.MergeAll(context.Background())
-	require.NoError(t, err)
+	mustMergeAll(context.Background(), t, s)
 	seal(t, s, row("c", 3))
 	return db, s, m
 }
 
-// requireReadsCorrupt checks that a fresh reader's Get of key and List both fail ErrCorrupt.
-func requireReadsCorrupt(t *testing.T, url, key string, budget bool) {
+// requireReadsCorrupt checks that a fresh reader's Get of key and List both fail ErrCorrupt,
+// with no read budget and with one.
+func requireReadsCorrupt(t *testing.T, url, key string) {
 	t.Helper()
 	ctx := context.Background()
-	rb := NewBudget(8 << 20)
-	reader := openGeneric(t, openTestDB(t, url, "r", func(o *Options) {
-		if budget {
-			o.ReadBudget = rb
-		}
-	}), "oc")
-	_, err := reader.Get(ctx, key)
-	require.ErrorIs(t, err, ErrCorrupt)
-	_, err = reader.List(ctx, ListOptions{})
-	require.ErrorIs(t, err, ErrCorrupt)
-	require.Zero(t, rb.Reserved(), "a refused read gives back what it reserved")
+	for _, budget := range []bool{false, true} {
+		rb := NewBudget(8 << 20)
+		reader := openGeneric(t, openTestDB(t, url, "r", func(o *Options) {
+			if budget {
+				o.ReadBudget = rb
+			}
+		}), "oc")
+		require.ErrorIs(t, errOf(reader.Get(ctx, key)), ErrCorrupt)
+		require.ErrorIs(t, errOf(reader.List(ctx, ListOptions{})), ErrCorrupt)
+		require.Zero(t, rb.Reserved(), "a refused read gives back what it reserved")
+	}
 }
 
 // requireCompactCorrupt merges the pending generation into a second run and checks that a
@@ -53,8 +53,7 @@ func requireCompactCorrupt(t *testing.T, s *Store) {
 	t.Helper()
 	ctx := context.Background()
 	mustMergeAll(ctx, t, s)
-	_, err := s.CompactBase(ctx, CompactParams{MaxRuns: -1})
-	require.ErrorIs(t, err, ErrCorrupt)
+	require.ErrorIs(t, errOf(s.CompactBase(ctx, CompactParams{MaxRuns: -1})), ErrCorrupt)
 }
 
 func editBase(t *testing.T, s *Store, edit func(*manifest.Base)) {
@@ -79,20 +78,15 @@ func TestMissingChecksumIsCorrupt(t *testing.T) {
 		t.Run(name+"/run", func(t *testing.T) {
 			_, s, m := mergedStore(t, url+"-run")
 			editBase(t, s, func(b *manifest.Base) { b.Runs[0].Checksum = "" })
-			for _, budget := range []bool{false, true} {
-				requireReadsCorrupt(t, url+"-run", "a", budget)
-			}
+			requireReadsCorrupt(t, url+"-run", "a")
 			requireCompactCorrupt(t, s)
 			require.Positive(t, testutil.ToFloat64(m.CorruptObjects.WithLabelValues(string(KindGeneric))))
 		})
 		t.Run(name+"/generation", func(t *testing.T) {
 			_, s, _ := mergedStore(t, url+"-gen")
 			editFlushed(t, s, func(g *manifest.Gen) { g.Checksum = "" })
-			for _, budget := range []bool{false, true} {
-				requireReadsCorrupt(t, url+"-gen", "c", budget)
-			}
-			_, err := s.Prepare(context.Background(), PrepareParams{AttemptKey: "wf/x"})
-			require.ErrorIs(t, err, ErrCorrupt)
+			requireReadsCorrupt(t, url+"-gen", "c")
+			require.ErrorIs(t, errOf(s.Prepare(context.Background(), PrepareParams{AttemptKey: "wf/x"})), ErrCorrupt)
 		})
 	}
 }
@@ -113,8 +107,7 @@ func TestWALObjectWithoutHeaderIsCorrupt(t *testing.T) {
 			require.NoError(t, db.bucket.Put(ctx, key, framed[walFrameHeader:])) // a bare IPC file
 
 			db2, m2, _ := foreignDB(t, url, "w1")
-			_, err = db2.Recover(ctx)
-			require.ErrorIs(t, err, ErrCorrupt)
+			require.ErrorIs(t, errOf(db2.Recover(ctx)), ErrCorrupt)
 			require.Positive(t, testutil.ToFloat64(m2.CorruptObjects.WithLabelValues(string(KindGeneric))))
 		})
 	}
@@ -134,9 +127,7 @@ func TestObjectSizeMustMatchItsManifest(t *testing.T) {
 				u := url + "-" + c.name
 				_, s, _ := mergedStore(t, u)
 				editBase(t, s, func(b *manifest.Base) { b.Runs[0].Bytes = c.bytes(b.Runs[0].Bytes) })
-				for _, budget := range []bool{false, true} {
-					requireReadsCorrupt(t, u, "a", budget)
-				}
+				requireReadsCorrupt(t, u, "a")
 				requireCompactCorrupt(t, s)
 			})
 		}
@@ -150,9 +141,7 @@ func TestObjectSizeMustMatchItsManifest(t *testing.T) {
 			}
 			seal(t, s, rows...)
 			editFlushed(t, s, func(g *manifest.Gen) { g.Bytes = 1 })
-			for _, budget := range []bool{false, true} {
-				requireReadsCorrupt(t, u, "k00001", budget)
-			}
+			requireReadsCorrupt(t, u, "k00001")
 			_, err := openGeneric(t, openTestDB(t, db.bucket.URL(), "w1"), "oc").Prepare(context.Background(), PrepareParams{AttemptKey: "wf/y"})
 			require.ErrorIs(t, err, ErrCorrupt)
 		})
@@ -247,9 +236,7 @@ func TestHugeDeclaredSizeReadsAreCorrupt(t *testing.T) {
 			url := newMemURL()
 			_, s, _ := mergedStore(t, url)
 			editBase(t, s, func(b *manifest.Base) { b.Runs[0].Bytes = declared })
-			for _, budget := range []bool{false, true} {
-				requireReadsCorrupt(t, url, "a", budget)
-			}
+			requireReadsCorrupt(t, url, "a")
 		})
 	}
 	for _, declared := range []int64{math.MaxInt64, math.MaxInt64 - 10} {
@@ -257,9 +244,7 @@ func TestHugeDeclaredSizeReadsAreCorrupt(t *testing.T) {
 			url := newMemURL()
 			_, s, _ := mergedStore(t, url)
 			editFlushed(t, s, func(g *manifest.Gen) { g.Bytes = declared })
-			for _, budget := range []bool{false, true} {
-				requireReadsCorrupt(t, url, "c", budget)
-			}
+			requireReadsCorrupt(t, url, "c")
 		})
 	}
 }

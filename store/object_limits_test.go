@@ -36,8 +36,7 @@ func TestFindingOversizedStoreMetaAndClaimAreRefused(t *testing.T) {
 	require.NoError(t, err, "a claim of the limit's size is read")
 	require.Equal(t, uint64(1), c.Through)
 	require.NoError(t, w.bucket.Put(ctx, key, padded(claim, maxClaimBytes+1)))
-	_, err = s.readClaim(ctx, key)
-	require.ErrorIs(t, err, ErrCorrupt)
+	require.ErrorIs(t, errOf(s.readClaim(ctx, key)), ErrCorrupt)
 
 	metaKey := storeMetaKey(s.Target())
 	meta := getObject(t, w.bucket, metaKey)
@@ -65,10 +64,8 @@ func TestFindingOpenReadsNoRegistryEntry(t *testing.T) {
 		return nil
 	}})
 	require.NoError(t, r.bucket.Put(ctx, registryKey(s.Target()), padded(`{"kind":"generic","name":"reg"}`, 4<<20)))
-	_, err := r.Open(ctx, s.Target())
-	require.NoError(t, err)
-	_, err = r.Open(ctx, Target{Kind: KindGeneric, Name: "absent"})
-	require.ErrorIs(t, err, ErrNotFound)
+	require.NoError(t, errOf(r.Open(ctx, s.Target())))
+	require.ErrorIs(t, errOf(r.Open(ctx, Target{Kind: KindGeneric, Name: "absent"})), ErrNotFound)
 	require.Zero(t, reads.Load(), "registry entries read")
 }
 
@@ -82,8 +79,7 @@ func TestFindingOversizedManifestVersionIsRefused(t *testing.T) {
 	lower := func(o *Options) { o.maxManifestBytes = limit }
 	w := openTestDB(t, url, "w", lower)
 	s := createGeneric(t, w, "big", false)
-	_, err := s.Append(ctx, []Row{{Key: "a", Values: []any{"a", int64(1), "x"}}})
-	require.NoError(t, err)
+	mustAppend(ctx, t, s, []Row{{Key: "a", Values: []any{"a", int64(1), "x"}}})
 	flush(t, s)
 
 	// The next base version, valid JSON one byte over the limit.

@@ -40,23 +40,20 @@ func TestFindingAPanicInTheWALCommitterFailsItsAppends(t *testing.T) {
 	db := openTestDB(t, fmt.Sprintf("mem://panic-commit-%d", testURLSeq.Add(1)), "w")
 	db.bucket = db.bucket.WithFaults(panicOn(objstore.OpPutIfAbsent, "/wal/", &armed))
 	s := createGeneric(t, db, "panics", false)
-	_, err := s.Append(ctx, []Row{{Key: "a", Values: []any{"a", int64(1), "x"}}})
-	require.NoError(t, err)
+	mustAppend(ctx, t, s, []Row{{Key: "a", Values: []any{"a", int64(1), "x"}}})
 
 	before := RecoveredPanics()
 	armed.Store(true)
-	_, err = s.Append(ctx, []Row{{Key: "b", Values: []any{"b", int64(2), "x"}}})
+	_, err := s.Append(ctx, []Row{{Key: "b", Values: []any{"b", int64(2), "x"}}})
 	var pe *PanicError
 	require.ErrorAs(t, err, &pe)
 	require.Equal(t, "WAL group commit", pe.Where)
 	require.Contains(t, string(pe.Stack), "walGroupCommit")
 	require.Equal(t, before+1, RecoveredPanics())
 
-	_, err = s.Append(ctx, []Row{{Key: "c", Values: []any{"c", int64(3), "x"}}})
-	require.NoError(t, err)
+	mustAppend(ctx, t, s, []Row{{Key: "c", Values: []any{"c", int64(3), "x"}}})
 	for _, k := range []string{"a", "c"} {
-		_, err := s.Get(ctx, k)
-		require.NoError(t, err, k)
+		require.NoError(t, errOf(s.Get(ctx, k)), k)
 	}
 }
 
@@ -68,22 +65,18 @@ func TestFindingAPanicInAReadGoroutineFailsTheRead(t *testing.T) {
 	url := fmt.Sprintf("mem://panic-read-%d", testURLSeq.Add(1))
 	w := openTestDB(t, url, "w")
 	s := createGeneric(t, w, "panics", false)
-	_, err := s.Append(ctx, []Row{{Key: "a", Values: []any{"a", int64(1), "x"}}})
-	require.NoError(t, err)
+	mustAppend(ctx, t, s, []Row{{Key: "a", Values: []any{"a", int64(1), "x"}}})
 	flush(t, s)
 
 	r := openTestDB(t, url, "r")
 	r.bucket = r.bucket.WithFaults(panicOn(objstore.OpGet, "/manifest/", &armed))
-	rs, err := r.Open(ctx, s.Target())
-	require.NoError(t, err)
+	rs := openGeneric(t, r, "panics")
 	armed.Store(true)
-	_, err = rs.List(ctx, ListOptions{Source: SourceAll, Limit: 10})
+	_, err := rs.List(ctx, ListOptions{Source: SourceAll, Limit: 10})
 	var pe *PanicError
 	require.ErrorAs(t, err, &pe)
 	require.False(t, errors.Is(err, ErrCorrupt) || errors.Is(err, ErrNotFound), "a panic carries no mark: %v", err)
-	page, err := rs.List(ctx, ListOptions{Source: SourceAll, Limit: 10})
-	require.NoError(t, err)
-	require.Len(t, page.Rows, 1)
+	require.Len(t, mustList(ctx, t, rs, ListOptions{Source: SourceAll, Limit: 10}).Rows, 1)
 }
 
 // A panic while the WAL committer held the writer's mutex (its clock, or the memtable's add)
@@ -103,20 +96,17 @@ func TestFindingAPanicUnderTheWritersMutexFailsItsAppends(t *testing.T) {
 		}
 	})
 	s := createGeneric(t, db, "panics", false)
-	_, err := s.Append(ctx, []Row{{Key: "a", Values: []any{"a", int64(1), "x"}}})
-	require.NoError(t, err)
+	mustAppend(ctx, t, s, []Row{{Key: "a", Values: []any{"a", int64(1), "x"}}})
 
 	armed.Store(true)
 	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	_, err = s.Append(actx, []Row{{Key: "b", Values: []any{"b", int64(2), "x"}}})
+	_, err := s.Append(actx, []Row{{Key: "b", Values: []any{"b", int64(2), "x"}}})
 	var pe *PanicError
 	require.ErrorAs(t, err, &pe, "the batch must be answered with the panic, not left waiting")
 
-	_, err = s.Append(actx, []Row{{Key: "c", Values: []any{"c", int64(3), "x"}}})
-	require.NoError(t, err)
-	_, err = s.Get(actx, "c")
-	require.NoError(t, err)
+	require.NoError(t, errOf(s.Append(actx, []Row{{Key: "c", Values: []any{"c", int64(3), "x"}}})))
+	require.NoError(t, errOf(s.Get(actx, "c")))
 }
 
 // A panic while the WAL committer added a durable batch to the active memtable left the rows
@@ -128,8 +118,7 @@ func TestFindingAPanicInTheMemtableAddLeavesNoHalfBatch(t *testing.T) {
 	ctx := context.Background()
 	db := openTestDB(t, fmt.Sprintf("mem://panic-add-%d", testURLSeq.Add(1)), "w")
 	s := createGeneric(t, db, "panics", false)
-	_, err := s.Append(ctx, []Row{{Key: "a", Values: []any{"a", int64(1), "x"}}})
-	require.NoError(t, err)
+	mustAppend(ctx, t, s, []Row{{Key: "a", Values: []any{"a", int64(1), "x"}}})
 
 	var armed atomic.Bool
 	w, err := s.writer(ctx)
@@ -155,12 +144,10 @@ func TestFindingAPanicInTheMemtableAddLeavesNoHalfBatch(t *testing.T) {
 	require.ErrorAs(t, err, &pe)
 	require.False(t, armed.Load(), "the add of c panicked")
 
-	_, err = s.Get(ctx, "b")
-	require.ErrorIs(t, err, ErrNotFound, "b came in the same batch as c, which no reader sees yet")
+	require.ErrorIs(t, errOf(s.Get(ctx, "b")), ErrNotFound, "b came in the same batch as c, which no reader sees yet")
 	require.Equal(t, map[string]int64{"a": 1}, allRows(t, s, SourceAll))
 
 	// The next append claims the shard and replays the whole batch from the WAL.
-	_, err = s.Append(ctx, []Row{{Key: "d", Values: []any{"d", int64(4), "x"}}})
-	require.NoError(t, err)
+	mustAppend(ctx, t, s, []Row{{Key: "d", Values: []any{"d", int64(4), "x"}}})
 	require.Equal(t, map[string]int64{"a": 1, "b": 2, "c": 3, "d": 4}, allRows(t, s, SourceAll))
 }

@@ -51,8 +51,7 @@ func TestPendingMaxBoundsEveryWrite(t *testing.T) {
 		require.Equal(t, limit, mustStats(ctx, t, s).TotalPending(), "the writers stop exactly at the limit")
 		require.Equal(t, limit, s.OwnPending())
 		require.ErrorIs(t, s.Delete(ctx, "g00-000"), ErrTooManyPending)
-		_, err := s.List(ctx, ListOptions{})
-		require.NoError(t, err, "a shard at the limit is still readable")
+		require.NoError(t, errOf(s.List(ctx, ListOptions{})), "a shard at the limit is still readable")
 	})
 
 	t.Run("memtable store", func(t *testing.T) {
@@ -64,16 +63,13 @@ func TestPendingMaxBoundsEveryWrite(t *testing.T) {
 		require.NoError(t, s.Delete(ctx, "k0"))
 		flush(t, s)
 		require.Equal(t, limit, s.OwnPending())
-		_, err := s.Append(ctx, []Row{row("late", 1)})
-		require.ErrorIs(t, err, ErrTooManyPending)
+		require.ErrorIs(t, errOf(s.Append(ctx, []Row{row("late", 1)})), ErrTooManyPending)
 		require.ErrorIs(t, s.Delete(ctx, "k1"), ErrTooManyPending)
-		_, err = s.AppendJSON(ctx, []byte(`[{"id":"late"}]`))
-		require.ErrorIs(t, err, ErrTooManyPending)
+		require.ErrorIs(t, errOf(s.AppendJSON(ctx, []byte(`[{"id":"late"}]`))), ErrTooManyPending)
 		// At the limit a body is refused before it is measured: one too large to decode
 		// gets the debt answer, not the size one, and costs no decoding.
 		huge := []byte("[" + strings.Repeat(`{"id":"x"},`, db.opts.MaxAppendRows) + `{"id":"y"}]`)
-		_, err = s.AppendJSON(ctx, huge)
-		require.ErrorIs(t, err, ErrTooManyPending)
+		require.ErrorIs(t, errOf(s.AppendJSON(ctx, huge)), ErrTooManyPending)
 	})
 
 	t.Run("a seal stops at the limit", func(t *testing.T) {
@@ -124,8 +120,7 @@ func TestFindingPendingMaxHoldsAfterARemoteMerge(t *testing.T) {
 		require.NoError(t, s.Delete(ctx, "k0"))
 
 		sealGenerations(t, s, limit) // at the limit again
-		_, err = s.AppendJSON(ctx, []byte(`[{"id":"refused"}]`))
-		require.ErrorIs(t, err, ErrTooManyPending)
+		require.ErrorIs(t, errOf(s.AppendJSON(ctx, []byte(`[{"id":"refused"}]`))), ErrTooManyPending)
 		mergeRemotely("appends")
 		_, err = s.AppendJSON(ctx, []byte(`[{"id":"json"}]`))
 		require.NoError(t, err, "the body's early check reads the latest manifest too")
@@ -166,15 +161,13 @@ func TestRefusedWritesReadTheManifestAtMostOnceASecond(t *testing.T) {
 		return nil
 	}})
 	for range 100 {
-		_, err := s.Append(ctx, []Row{row("refused", 1)})
-		require.ErrorIs(t, err, ErrTooManyPending)
+		require.ErrorIs(t, errOf(s.Append(ctx, []Row{row("refused", 1)})), ErrTooManyPending)
 	}
 	first := gets.Load()
 	require.Positive(t, first, "a refused write reads the manifest once")
 	require.LessOrEqual(t, first, int64(4), "100 refused writes within a second read it once")
 	later.Add(int64(manifestRefreshEvery))
-	_, err := s.Append(ctx, []Row{row("refused", 1)})
-	require.ErrorIs(t, err, ErrTooManyPending)
+	require.ErrorIs(t, errOf(s.Append(ctx, []Row{row("refused", 1)})), ErrTooManyPending)
 	require.Greater(t, gets.Load(), first, "a second later a refused write reads it again")
 }
 
@@ -191,10 +184,8 @@ func TestFindingBaseListOfAStoreInDebtIsNotRefused(t *testing.T) {
 	seal(t, s, row("c", 3))
 	rdb := openTestDB(t, url, "reader", func(o *Options) { o.PendingMax = 1 })
 	r := openGeneric(t, rdb, "debt")
-	_, err := r.List(ctx, ListOptions{})
-	require.ErrorIs(t, err, ErrTooManyPending, "a read of the pending rows is refused")
-	page, err := r.List(ctx, ListOptions{Source: SourceBase})
-	require.NoError(t, err)
+	require.ErrorIs(t, errOf(r.List(ctx, ListOptions{})), ErrTooManyPending, "a read of the pending rows is refused")
+	page := mustList(ctx, t, r, ListOptions{Source: SourceBase})
 	require.Len(t, page.Rows, 1)
 	require.Equal(t, "a", page.Rows[0]["id"])
 }

@@ -34,8 +34,7 @@ func boundedReadStore(t *testing.T, gens int, tweak ...func(*Options)) (*Store, 
 			batch = append(batch, row(k, n))
 			want[k] = n
 		}
-		_, err := s.Append(ctx, batch)
-		require.NoError(t, err)
+		mustAppend(ctx, t, s, batch)
 		if g%5 == 4 {
 			k := fmt.Sprintf("k%04d", rng.IntN(boundedReadKeys))
 			require.NoError(t, s.Delete(ctx, k))
@@ -72,8 +71,7 @@ func testBoundedReads(t *testing.T, cacheBytes int64) {
 	for k, n := range want {
 		require.Equal(t, n, mustGet(ctx, t, s, k)["n"], k)
 	}
-	_, err := s.Get(ctx, "k9999")
-	require.ErrorIs(t, err, ErrNotFound)
+	require.ErrorIs(t, errOf(s.Get(ctx, "k9999")), ErrNotFound)
 	require.Zero(t, rb.Reserved(), "reads release the read budget")
 	require.Zero(t, rb.Allocated(), "reads free their arenas")
 	require.LessOrEqual(t, rb.Pooled(), rb.Limit(), "the pool keeps at most the budget")
@@ -143,6 +141,5 @@ func TestReadBudgetBusy(t *testing.T) {
 	require.ErrorIs(t, err, ErrBudgetBusy, "a read that cannot fit waits briefly, then is refused")
 	require.Less(t, time.Since(start), readBudgetWait+30*time.Second, "refused after its brief wait, not held until the budget frees")
 	held.Release()
-	_, err = s.List(ctx, ListOptions{})
-	require.NoError(t, err)
+	mustList(ctx, t, s, ListOptions{})
 }

@@ -34,8 +34,7 @@ func TestFindingMixedReadGroupKeepsTheCachedSourcesShare(t *testing.T) {
 	for g := 0; g < 48; g++ {
 		var rs []Row
 		for i := 0; i < 100; i++ {
-			k := fmt.Sprintf("k%06d", g*150+i)
-			rs = append(rs, Row{Key: k, Values: []any{k, int64(g), pad}})
+			rs = append(rs, keyRow(fmt.Sprintf("k%06d", g*150+i), int64(g), pad))
 		}
 		seal(t, s, rs...)
 	}
@@ -93,8 +92,7 @@ func TestFindingSmallGenerationsAreChargedWhatTheyHoldDecoded(t *testing.T) {
 	})
 	s := createGeneric(t, db, "smallgens", false)
 	for g := 0; g < readFanIn; g++ {
-		k := fmt.Sprintf("k%03d", g)
-		seal(t, s, Row{Key: k, Values: []any{k, int64(g), "v"}})
+		seal(t, s, keyRow(fmt.Sprintf("k%03d", g), int64(g), "v"))
 	}
 	snap, err := s.snapshot(ctx, true)
 	require.NoError(t, err)
@@ -140,8 +138,7 @@ func sealPackedGenerations(t *testing.T, s *Store, n int) {
 	for g := 0; g < n; g++ {
 		var rs []Row
 		for i := 0; i < packedGenerationRows; i++ {
-			k := fmt.Sprintf("p%02d-%04d", g, i)
-			rs = append(rs, Row{Key: k, Values: []any{k, int64(i), pad}})
+			rs = append(rs, keyRow(fmt.Sprintf("p%02d-%04d", g, i), int64(i), pad))
 		}
 		seal(t, s, rs...)
 	}
@@ -191,8 +188,7 @@ func TestFindingArenaBeyondItsEstimateIsChargedOrBusy(t *testing.T) {
 	r = newReadArena(a, requests)
 	heap := a.Allocated()
 	for _, n := range []int64{requests[0], requests[5]} { // a chunk, a buffer of its own
-		_, err := r.alloc(n)(int(n))
-		require.ErrorIs(t, err, ErrBudgetBusy)
+		require.ErrorIs(t, errOf(r.alloc(n)(int(n))), ErrBudgetBusy)
 	}
 	require.Equal(t, heap, a.Allocated(), "no buffer was taken")
 	require.Equal(t, heap, rb.Allocated())
@@ -233,8 +229,7 @@ func checkRetrySlackIsKeptForTheCachedRun(t *testing.T, url string) {
 	s := createGeneric(t, db, "retryslack", false)
 	var rs []Row
 	for i := 0; i < 100; i++ {
-		k := fmt.Sprintf("r%04d", i)
-		rs = append(rs, Row{Key: k, Values: []any{k, int64(i), compressiblePad}})
+		rs = append(rs, keyRow(fmt.Sprintf("r%04d", i), int64(i), compressiblePad))
 	}
 	seal(t, s, rs...)
 	mustMergeAll(ctx, t, s)

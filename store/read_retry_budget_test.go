@@ -43,8 +43,7 @@ func TestRunDecodeRetryWaitsForTheBudgetAndCountsItsRefusal(t *testing.T) {
 
 	db.cache.forget(run.Path)
 	held = mustReserve(t, rb, rb.Limit()-2*readCost(readSource{path: run.Path, run: true, bytes: run.Bytes}))
-	_, err = s.Get(ctx, "k000100")
-	require.ErrorIs(t, err, ErrBudgetBusy, "the bytes never came within the read's wait")
+	require.ErrorIs(t, errOf(s.Get(ctx, "k000100")), ErrBudgetBusy, "the bytes never came within the read's wait")
 	require.Equal(t, 1.0, testutil.ToFloat64(m.ReadsBudgetBusy), "the refusal is counted once")
 	held.Release()
 	require.Zero(t, rb.Reserved())
@@ -68,8 +67,7 @@ func TestEveryBudgetRefusalOfAReadIsCountedOnce(t *testing.T) {
 		overdrawn.err(),
 	}
 	for i, refusal := range refusals {
-		_, err := resnapshotOnMissing(ctx, s, func() (int, error) { return 0, refusal })
-		require.ErrorIs(t, err, ErrBudgetBusy)
+		require.ErrorIs(t, errOf(resnapshotOnMissing(ctx, s, func() (int, error) { return 0, refusal })), ErrBudgetBusy)
 		require.Equal(t, float64(i+1), testutil.ToFloat64(m.ReadsBudgetBusy), "refusal %d: %v", i, refusal)
 	}
 	_, err := resnapshotOnMissing(ctx, s, func() (int, error) { return 0, ErrInvalidInput })

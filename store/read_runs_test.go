@@ -38,7 +38,7 @@ func TestGetFromRunsPagedByRowGroups(t *testing.T) {
 			if g == 1 && i%3 == 0 {
 				k = fmt.Sprintf("k%06d", i*2) // shadows a run-0 version
 			}
-			rs = append(rs, Row{Key: k, Values: []any{k, int64(g*rows + i), pad}})
+			rs = append(rs, keyRow(k, int64(g*rows+i), pad))
 		}
 		seal(t, s, rs...)
 		mustMergeAll(ctx, t, s)
@@ -143,8 +143,7 @@ func TestFindingCompressibleRunIsStreamedNotDecodedWholeOnEveryRead(t *testing.T
 	t.Logf("run of %d bytes, %d decoded; four Gets allocated %d bytes", run.Bytes, whole.bytes, after.TotalAlloc-before.TotalAlloc)
 	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(whole.bytes),
 		"four Gets allocated more on the Go heap than one whole decode of the run holds")
-	page, err := s.List(ctx, ListOptions{Limit: 3, After: "k004000"})
-	require.NoError(t, err)
+	page := mustList(ctx, t, s, ListOptions{Limit: 3, After: "k004000"})
 	require.Len(t, page.Rows, 3)
 	require.Equal(t, "k004001", page.Rows[0]["id"])
 	require.Equal(t, "k004003", page.Next)
@@ -175,8 +174,7 @@ func TestFindingRunDecodedThroughTheCacheIsChargedItsRows(t *testing.T) {
 
 	require.Equal(t, "k000100", mustGet(ctx, t, s, "k000100")["id"])
 	require.NotNil(t, db.cache.peek(run.Path), "decoded once, the run is the cache's")
-	page, err := s.List(ctx, ListOptions{Limit: 2, After: "k008997"})
-	require.NoError(t, err)
+	page := mustList(ctx, t, s, ListOptions{Limit: 2, After: "k008997"})
 	require.Len(t, page.Rows, 2)
 	require.Equal(t, "k008999", page.Rows[1]["id"])
 	require.Zero(t, rb.Reserved())
@@ -195,7 +193,7 @@ func TestCompressibleRunsFoundOneATimeStillRead(t *testing.T) {
 		var rs []Row
 		for i := 0; i < 9000; i++ {
 			k := fmt.Sprintf("k%06d-%d", i, r) // every run spans the whole key range
-			rs = append(rs, Row{Key: k, Values: []any{k, int64(i), compressiblePad}})
+			rs = append(rs, keyRow(k, int64(i), compressiblePad))
 		}
 		seal(t, s, rs...)
 		mustMergeAll(ctx, t, s)
@@ -224,8 +222,7 @@ func TestCompressibleRunsFoundOneATimeStillRead(t *testing.T) {
 	rdb := OpenDBOnBucket(b.WithFaults(slow), ro)
 	t.Cleanup(func() { _ = rdb.Close(ctx) })
 	r := openGeneric(t, rdb, "compressibles")
-	page, err := r.List(ctx, ListOptions{Limit: 2, After: "k008998-4"})
-	require.NoError(t, err)
+	page := mustList(ctx, t, r, ListOptions{Limit: 2, After: "k008998-4"})
 	require.Len(t, page.Rows, 2)
 	require.Equal(t, "k008999-1", page.Rows[1]["id"])
 }
@@ -241,8 +238,7 @@ func compressibleRun(t *testing.T, db *DB, name string) (*Store, manifest.Run) {
 	s := createGeneric(t, db, name, false)
 	var rs []Row
 	for i := 0; i < 9000; i++ {
-		k := fmt.Sprintf("k%06d", i)
-		rs = append(rs, Row{Key: k, Values: []any{k, int64(i), compressiblePad}})
+		rs = append(rs, keyRow(fmt.Sprintf("k%06d", i), int64(i), compressiblePad))
 	}
 	seal(t, s, rs...)
 	mustMergeAll(ctx, t, s)

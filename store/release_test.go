@@ -31,37 +31,30 @@ func TestReleaseRepairedRun(t *testing.T) {
 	otherRun := getObject(t, db.bucket, other)
 	require.NoError(t, db.bucket.Put(ctx, bad, []byte("garbage")))
 	db.cache.clear()
-	_, err := s.Quarantine(ctx, bad, "disk returned garbage")
-	require.NoError(t, err)
+	mustQuarantine(ctx, t, s, bad, "disk returned garbage")
 
 	require.NoError(t, s.Delete(ctx, "x"))
 	flush(t, s)
 	mustMergeAll(ctx, t, s)
 	mustCompact(ctx, t, s, CompactParams{MaxRuns: -1})
 
-	version := func() uint64 {
-		return mustLoadBase(ctx, t, s).Version
-	}
+	version := func() uint64 { return mustLoadBase(ctx, t, s).Version }
 	v := version()
-	_, err = s.Release(ctx, bad)
-	require.ErrorIs(t, err, ErrCorrupt, "still damaged")
+	require.ErrorIs(t, errOf(s.Release(ctx, bad)), ErrCorrupt, "still damaged")
 	require.NoError(t, db.bucket.Put(ctx, bad, otherRun))
-	_, err = s.Release(ctx, bad)
+	_, err := s.Release(ctx, bad)
 	require.ErrorIs(t, err, ErrCorrupt, "another run's bytes are not the quarantined run")
 	require.Contains(t, err.Error(), "the quarantine recorded 2 rows")
 	require.Equal(t, v, version(), "a refused release publishes nothing")
 
 	require.NoError(t, db.bucket.Put(ctx, bad, intact))
-	res, err := s.Release(ctx, bad)
-	require.NoError(t, err)
+	res := mustRelease(ctx, t, s, bad)
 	require.Equal(t, "run", res.Kind)
 	require.EqualValues(t, 2, res.Rows)
 	require.Equal(t, v+1, res.ManifestVersion)
 	require.Equal(t, map[string]int64{"a": 1, "b": 2, "c": 3}, allRows(t, s, SourceBase), "x stays deleted")
 	require.Zero(t, mustStats(ctx, t, s).Quarantined)
-	again, err := s.Release(ctx, bad)
-	require.NoError(t, err)
-	require.True(t, again.NotQuarantined)
+	require.True(t, mustRelease(ctx, t, s, bad).NotQuarantined)
 	cr := mustCompact(ctx, t, s, CompactParams{MaxRuns: -1})
 	require.True(t, cr.Committed, "the released run compacts like any other")
 	require.Equal(t, map[string]int64{"a": 1, "b": 2, "c": 3}, allRows(t, s, SourceBase))
@@ -74,39 +67,28 @@ func TestReleaseRepairedWALObject(t *testing.T) {
 	ctx := context.Background()
 	root, tgt, key, intact := damagedWALStore(t, "rw")
 	db := openTestDB(t, root, "w1")
-	s, err := db.Open(ctx, tgt)
-	require.NoError(t, err)
-	_, err = s.Quarantine(ctx, key, "WAL object damaged")
-	require.NoError(t, err)
+	s := openGeneric(t, db, tgt.Name)
+	mustQuarantine(ctx, t, s, key, "WAL object damaged")
 	appendRows(t, s, row("c", 3))
-	shardVersion := func() uint64 {
-		return mustLoadShard(ctx, t, s, db.Shard()).Version
-	}
+	shardVersion := func() uint64 { return mustLoadShard(ctx, t, s, db.Shard()).Version }
 	v := shardVersion()
-	_, err = s.Release(ctx, key)
-	require.ErrorIs(t, err, ErrCorrupt, "still damaged")
+	require.ErrorIs(t, errOf(s.Release(ctx, key)), ErrCorrupt, "still damaged")
 	require.Equal(t, v, shardVersion(), "a refused release publishes nothing")
 
 	require.NoError(t, db.bucket.Put(ctx, key, intact))
-	res, err := s.Release(ctx, key)
-	require.NoError(t, err)
-	require.Equal(t, "wal", res.Kind)
+	require.Equal(t, "wal", mustRelease(ctx, t, s, key).Kind)
 	appendRows(t, s, row("d", 4))
 	require.Equal(t, map[string]int64{"a": 1, "b": 2, "c": 3, "d": 4}, allRows(t, s, SourceAll))
-	again, err := s.Release(ctx, key)
-	require.NoError(t, err)
-	require.True(t, again.NotQuarantined)
+	require.True(t, mustRelease(ctx, t, s, key).NotQuarantined)
 
 	// Sealed past while set aside: its rows would never be replayed, so it stays aside.
 	root2, tgt2, key2, intact2 := damagedWALStore(t, "rw2")
 	db2 := openTestDB(t, root2, "w1")
-	s2, err := db2.Open(ctx, tgt2)
-	require.NoError(t, err)
-	_, err = s2.Quarantine(ctx, key2, "WAL object damaged")
-	require.NoError(t, err)
+	s2 := openGeneric(t, db2, tgt2.Name)
+	mustQuarantine(ctx, t, s2, key2, "WAL object damaged")
 	seal(t, s2, row("c", 3))
 	require.NoError(t, db2.bucket.Put(ctx, key2, intact2))
-	_, err = s2.Release(ctx, key2)
+	_, err := s2.Release(ctx, key2)
 	require.ErrorIs(t, err, ErrInvalidInput)
 	require.Contains(t, err.Error(), "replay_after")
 
@@ -125,8 +107,7 @@ func quarantinedRun(t *testing.T, root, name string, rows ...Row) (*DB, *Store, 
 	mustMergeAll(ctx, t, s)
 	base := mustLoadBase(ctx, t, s)
 	require.Len(t, base.Runs, 1)
-	_, err := s.Quarantine(ctx, base.Runs[0].Path, "set aside by the test")
-	require.NoError(t, err)
+	mustQuarantine(ctx, t, s, base.Runs[0].Path, "set aside by the test")
 	return db, s, base.Runs[0]
 }
 
@@ -154,9 +135,7 @@ func TestFindingHugeStrayObjectAtAQuarantinedRunIsRefusedUnderAMemoryLimit(t *te
 	require.Equal(t, 1.0, testutil.ToFloat64(db.metrics.CorruptObjects.WithLabelValues(string(KindGeneric))))
 
 	require.NoError(t, db.bucket.Put(ctx, run.Path, intact))
-	res, err := s.Release(ctx, run.Path)
-	require.NoError(t, err)
-	require.EqualValues(t, 2, res.Rows)
+	require.EqualValues(t, 2, mustRelease(ctx, t, s, run.Path).Rows)
 	require.Equal(t, map[string]int64{"a": 1, "b": 2}, allRows(t, s, SourceBase))
 }
 
@@ -176,8 +155,7 @@ func TestReleaseRefusesARunLongerThanTheMergeBudget(t *testing.T) {
 	require.Equal(t, base.Version, mustLoadBase(ctx, t, s).Version, "a refused release publishes nothing")
 
 	fits := openGeneric(t, openTestDB(t, root, "w3", func(o *Options) { o.Budget = NewBudget(run.Bytes) }), "budget")
-	_, err = fits.Release(ctx, run.Path)
-	require.NoError(t, err)
+	mustRelease(ctx, t, fits, run.Path)
 	require.Equal(t, map[string]int64{"a": 1, "b": 2}, allRows(t, openGeneric(t, db, "budget"), SourceBase))
 }
 
@@ -202,16 +180,14 @@ func TestReleasedRunReadInBatchesGetsItsEntryBack(t *testing.T) {
 	base := mustLoadBase(ctx, t, s)
 	require.Len(t, base.Runs, 2)
 	want := base.Runs[1]
-	_, err := s.Quarantine(ctx, want.Path, "set aside by the test")
-	require.NoError(t, err)
+	mustQuarantine(ctx, t, s, want.Path, "set aside by the test")
 
 	rb, err := openRunBatches(ctx, nil, getObject(t, db.bucket, want.Path), s.codec, "run")
 	require.NoError(t, err)
 	require.Less(t, rb.batchRows, int64(n), "the run is read in more than one batch")
 	rb.close()
 
-	_, err = s.Release(ctx, want.Path)
-	require.NoError(t, err)
+	mustRelease(ctx, t, s, want.Path)
 	base = mustLoadBase(ctx, t, s)
 	require.Len(t, base.Runs, 2)
 	got := base.Runs[1]

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -169,8 +168,7 @@ func TestIdleStoreIsSealedEvictedAndReopened(t *testing.T) {
 	committers := settledCommitters()
 
 	clock.Advance(2 * time.Hour)
-	_, err := db.Open(ctx, busy.Target()) // used within the hour: stays
-	require.NoError(t, err)
+	openGeneric(t, db, "busy") // used within the hour: stays
 	db.evictIdle(ctx)
 	require.Equal(t, []string{"busy"}, residentNames(db))
 	committersSettle(t, "the evicted store's WAL committer exits", committers-1)
@@ -382,13 +380,13 @@ func testEvictionRaces(t *testing.T, merges bool) {
 	// Idle after a millisecond: the janitor evicts everything, and every writer goroutine ends.
 	waitFor(t, "every store is evicted", func() bool { return db.ResidentCount() == 0 })
 	committersSettle(t, "the evicted stores' WAL committers exit", base)
-	require.Positive(t, testutil.ToFloat64(m.ResidentEvictions.WithLabelValues(EvictMax, "evicted"))+
-		testutil.ToFloat64(m.ResidentEvictions.WithLabelValues(EvictIdle, "evicted")))
-	t.Logf("evictions: %v beyond the max, %v idle",
-		testutil.ToFloat64(m.ResidentEvictions.WithLabelValues(EvictMax, "evicted")),
-		testutil.ToFloat64(m.ResidentEvictions.WithLabelValues(EvictIdle, "evicted")))
-	require.Zero(t, testutil.ToFloat64(m.ResidentEvictions.WithLabelValues(EvictMax, "failed")))
-	require.Zero(t, testutil.ToFloat64(m.ResidentEvictions.WithLabelValues(EvictIdle, "failed")))
+	evictions := func(reason, result string) float64 {
+		return testutil.ToFloat64(m.ResidentEvictions.WithLabelValues(reason, result))
+	}
+	require.Positive(t, evictions(EvictMax, "evicted")+evictions(EvictIdle, "evicted"))
+	t.Logf("evictions: %v beyond the max, %v idle", evictions(EvictMax, "evicted"), evictions(EvictIdle, "evicted"))
+	require.Zero(t, evictions(EvictMax, "failed"))
+	require.Zero(t, evictions(EvictIdle, "failed"))
 
 	// Every acknowledged row is sealed: another process reads them all, and nothing is left
 	// in the WAL.
@@ -481,9 +479,7 @@ func TestCloseWaitsForEvictionsAndStopsTheJanitor(t *testing.T) {
 	}())
 	require.NoError(t, err)
 	for i := range 4 {
-		s, err := db.Create(ctx, Target{Kind: KindGeneric, Name: fmt.Sprintf("c%d", i)}, CreateOptions{Schema: &testSchema})
-		require.NoError(t, err)
-		appendRows(t, s, row("k", int64(i)))
+		appendRows(t, createGeneric(t, db, fmt.Sprintf("c%d", i), false), row("k", int64(i)))
 	}
 	require.NoError(t, db.Close(ctx))
 	committersSettle(t, "Close stops every WAL committer", base)
@@ -492,8 +488,7 @@ func TestCloseWaitsForEvictionsAndStopsTheJanitor(t *testing.T) {
 	default:
 		t.Fatal("the janitor outlived Close")
 	}
-	_, err = db.Open(ctx, Target{Kind: KindGeneric, Name: "c0"})
-	require.ErrorIs(t, err, ErrClosed)
+	require.ErrorIs(t, errOf(db.Open(ctx, Target{Kind: KindGeneric, Name: "c0"})), ErrClosed)
 }
 
 func TestTargetLocksAreFreedAfterUse(t *testing.T) {
@@ -519,12 +514,6 @@ func TestTargetLocksAreFreedAfterUse(t *testing.T) {
 	unlockA()
 	<-got
 	waitFor(t, "the waiter releases", func() bool { return l.size() == 0 })
-	keys := []string{}
-	for k := range l.held {
-		keys = append(keys, k.String())
-	}
-	sort.Strings(keys)
-	require.Empty(t, keys)
 }
 
 // TestFindingEvictionWhoseFinalSealFailsKeepsRowsReadable: an eviction's first seal succeeds,
@@ -593,8 +582,7 @@ func TestFindingEvictionAtPendingMaxKeepsUnsealedRows(t *testing.T) {
 	merger := openGeneric(t, openTestDB(t, url, "m"), "held")
 	mustMergeAll(ctx, t, merger)
 	later.Add(int64(manifestRefreshEvery)) // the eviction's seal read the manifest just now
-	_, err = openGeneric(t, db, "held").Flush(ctx)
-	require.NoError(t, err)
+	require.NoError(t, errOf(openGeneric(t, db, "held").Flush(ctx)))
 	require.Equal(t, map[string]int64{"k0": 0, "k1": 1, "waiting": 1}, allRows(t, merger, SourceAll), "sealed once merges made room")
 }
 
@@ -747,8 +735,7 @@ func TestFindingSweeperReplaysAWALReleasedAtPendingMax(t *testing.T) {
 	held := openGeneric(t, db, "held")
 	_, err := held.Append(ctx, []Row{row("y", 8)}) // claims the shard past "x", then is refused
 	require.ErrorIs(t, err, ErrTooManyPending)
-	_, err = operator.Release(ctx, wal)
-	require.NoError(t, err)
+	mustRelease(ctx, t, operator, wal)
 	createGeneric(t, db, "other", false) // over the max: the eviction of "held" is fenced and fails
 	require.False(t, held.HasWriter())
 
@@ -769,11 +756,8 @@ func walSetAsideAtPendingMax(t *testing.T) (url, wal string, operator *Store) {
 	url = newMemURL()
 	old := createGeneric(t, openTestDB(t, url, "w"), "held", false)
 	sealGenerations(t, old, 2)
-	res, err := old.Append(ctx, []Row{row("x", 7)})
-	require.NoError(t, err)
-	wal = walKey(old.Target(), old.db.Shard(), res.WALPosition)
+	wal = walKey(old.Target(), old.db.Shard(), mustAppend(ctx, t, old, []Row{row("x", 7)}).WALPosition)
 	operator = openGeneric(t, openTestDB(t, url, "walkeeper-quarantine"), "held")
-	_, err = operator.Quarantine(ctx, wal, "damaged")
-	require.NoError(t, err)
+	mustQuarantine(ctx, t, operator, wal, "damaged")
 	return url, wal, operator
 }

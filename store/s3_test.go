@@ -126,14 +126,12 @@ func TestS3AppendFlushMergeReadRoundTrip(t *testing.T) {
 	require.Len(t, mustStats(ctx, t, reader).Shards, 2)
 
 	// Any handle merges every shard (MergeAll visits all pending shards): 5 + 1 generations.
-	n1 := mustMergeAll(ctx, t, s1)
-	require.Equal(t, 6, n1+mustMergeAll(ctx, t, s2))
+	require.Equal(t, 6, mustMergeAll(ctx, t, s1)+mustMergeAll(ctx, t, s2))
 	require.Equal(t, want, allRows(t, reader, SourceAll), "after merge")
 	require.Equal(t, want, allRows(t, reader, SourceBase))
 	require.Empty(t, allRows(t, reader, SourceWAL))
 	require.EqualValues(t, 500, toInt64(mustGet(ctx, t, reader, "k05")["n"]))
-	_, err := reader.Get(ctx, "k07")
-	require.ErrorIs(t, err, ErrNotFound)
+	require.ErrorIs(t, errOf(reader.Get(ctx, "k07")), ErrNotFound)
 
 	res := mustCompact(ctx, t, s1, CompactParams{})
 	require.True(t, res.Committed, "%+v", res)

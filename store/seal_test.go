@@ -37,8 +37,7 @@ func TestFindingFencedSealKeepsTheGenerationItsLandedVersionLists(t *testing.T) 
 		return err
 	}})
 	armed.Store(true)
-	_, err := s.Flush(ctx)
-	require.ErrorIs(t, err, ErrFenced)
+	require.ErrorIs(t, errOf(s.Flush(ctx)), ErrFenced)
 	require.False(t, armed.Load(), "the successor claimed")
 
 	flush(t, successor)
@@ -81,8 +80,7 @@ func TestFindingLateGenerationPutDoesNotReplaceTheRetry(t *testing.T) {
 		}
 		return err
 	}})
-	_, err := s.Flush(ctx)
-	require.ErrorIs(t, err, ErrStalled)
+	require.ErrorIs(t, errOf(s.Flush(ctx)), ErrStalled)
 	appendRows(t, s, row("c", 3))
 	res := flush(t, s)
 	require.True(t, landed.Load(), "the abandoned put landed after the retry's")
@@ -185,8 +183,7 @@ func TestFindingFencedWritersGapFileIsDeleted(t *testing.T) {
 		return op == objstore.OpPut && strings.HasPrefix(key, demandDir+"/")
 	}))
 	appendRows(t, successor, row("c", 3))
-	_, err = successor.Flush(ctx)
-	require.Error(t, err)
+	require.Error(t, errOf(successor.Flush(ctx)))
 	inFlight := genKey(s.target, owner.shard, 2, 2)
 
 	reader := openGeneric(t, openTestDB(t, url, "r"), "gap")
@@ -196,8 +193,7 @@ func TestFindingFencedWritersGapFileIsDeleted(t *testing.T) {
 	require.True(t, onStorage(t, raw, inFlight), "the merge kept the current writer's unlisted file %s", inFlight)
 
 	successor.db.bucket = raw
-	res, err = successor.Flush(ctx)
-	require.NoError(t, err)
+	res = flush(t, successor)
 	require.Equal(t, uint64(3), res.Generation, "the retry numbers past its own gap")
 	mustMergeAll(ctx, t, reader)
 	require.Empty(t, listKeys(t, raw, genPrefix(s.target, owner.shard)), "every generation file is merged or deleted")

@@ -81,11 +81,8 @@ func twoPrepares(t *testing.T, name string) (db *DB, s *Store, p1, p2 *PreparedM
 	t.Helper()
 	db, s = newGenericStore(t, "file://"+t.TempDir(), name)
 	sealGenerations(t, s, 4)
-	var err error
-	p1, err = s.Prepare(context.Background(), PrepareParams{AttemptKey: "wf-1/act-1"})
-	require.NoError(t, err)
-	p2, err = s.Prepare(context.Background(), PrepareParams{AttemptKey: "wf-2/act-1"})
-	require.NoError(t, err)
+	p1 = mustPrepare(context.Background(), t, s, PrepareParams{AttemptKey: "wf-1/act-1"})
+	p2 = mustPrepare(context.Background(), t, s, PrepareParams{AttemptKey: "wf-2/act-1"})
 	return db, s, p1, p2
 }
 
@@ -114,7 +111,10 @@ func openGeneric(t testing.TB, db *DB, name string) *Store {
 	return s
 }
 
-func row(id string, n int64) Row { return Row{Key: id, Values: []any{id, n, nil}} }
+func row(id string, n int64) Row { return keyRow(id, n, nil) }
+
+// keyRow is the row of key id with the values id, n and s, as testSchema and its likes hold them.
+func keyRow(id string, n int64, s any) Row { return Row{Key: id, Values: []any{id, n, s}} }
 
 // appendRows appends rows, in as few appends as Options.MaxAppendRows allows.
 func appendRows(t testing.TB, s *Store, rows ...Row) {
@@ -125,8 +125,7 @@ func appendRows(t testing.TB, s *Store, rows ...Row) {
 	}
 	for len(rows) > 0 {
 		n := min(per, len(rows))
-		_, err := s.Append(context.Background(), rows[:n])
-		require.NoError(t, err)
+		mustAppend(context.Background(), t, s, rows[:n])
 		rows = rows[n:]
 	}
 }
@@ -139,8 +138,7 @@ func deleteKeys(t *testing.T, s *Store, keys ...string) {
 		rows[i] = Row{Key: k, Values: make([]any, len(s.meta.Schema.Fields))}
 		rows[i].Values[s.codec.KeyIndex()] = k
 	}
-	_, err := s.submit(context.Background(), rows, rowcodec.DecodedRowsBytes(rows), true)
-	require.NoError(t, err)
+	require.NoError(t, errOf(s.submit(context.Background(), rows, rowcodec.DecodedRowsBytes(rows), true)))
 }
 
 func flush(t testing.TB, s *Store) FlushResult {
@@ -171,8 +169,7 @@ func allRows(t *testing.T, s *Store, source string) map[string]int64 {
 	out := map[string]int64{}
 	after := ""
 	for {
-		page, err := s.List(context.Background(), ListOptions{Source: source, Limit: 7, After: after})
-		require.NoError(t, err)
+		page := mustList(context.Background(), t, s, ListOptions{Source: source, Limit: 7, After: after})
 		for _, r := range page.Rows {
 			id := r["id"].(string)
 			_, dup := out[id]
@@ -200,8 +197,7 @@ func toInt64(v any) int64 {
 
 func pendingOf(t *testing.T, s *Store, shard string) int {
 	t.Helper()
-	st, err := s.Stats(context.Background())
-	require.NoError(t, err)
+	st := mustStats(context.Background(), t, s)
 	for _, sh := range st.Shards {
 		if sh.Shard == shard {
 			return sh.PendingGenerations
@@ -224,8 +220,7 @@ func genFilesOnDisk(t *testing.T, s *Store, shard string) []string {
 
 func listedGens(t *testing.T, s *Store, shard string) []string {
 	t.Helper()
-	m, err := s.loadShard(context.Background(), shard)
-	require.NoError(t, err)
+	m := mustLoadShard(context.Background(), t, s, shard)
 	var out []string
 	if m != nil {
 		for _, g := range m.Flushed {
@@ -248,8 +243,7 @@ func TestAppendFlushReadMergeOnEveryBackend(t *testing.T) {
 			// Not visible to another process until sealed.
 			other := openTestDB(t, url, "reader")
 			so := openGeneric(t, other, "basic")
-			_, err := so.Get(ctx, "a")
-			require.ErrorIs(t, err, ErrNotFound)
+			require.ErrorIs(t, errOf(so.Get(ctx, "a")), ErrNotFound)
 
 			res := flush(t, s)
 			require.True(t, res.Sealed)
@@ -265,15 +259,13 @@ func TestAppendFlushReadMergeOnEveryBackend(t *testing.T) {
 
 			require.NoError(t, s.Delete(ctx, "a"))
 			flush(t, s)
-			_, err = so.Get(ctx, "a")
-			require.ErrorIs(t, err, ErrNotFound)
+			require.ErrorIs(t, errOf(so.Get(ctx, "a")), ErrNotFound)
 			require.Equal(t, map[string]int64{"b": 2}, allRows(t, so, SourceAll))
 		})
 	}
 }
 
-// Story A (leaked generation files): after merges, the generation files on disk are exactly
-// the ones the manifest still lists.
+// After merges, the generation files on disk are exactly the ones the manifest still lists.
 func TestMergedGenerationFilesAreDeleted(t *testing.T) {
 	for name, url := range backends(t) {
 		t.Run(name, func(t *testing.T) {
@@ -323,16 +315,14 @@ func TestMergeCaps(t *testing.T) {
 			var passes []int
 			for pendingOf(t, s, db.Shard()) > 0 {
 				before := pendingOf(t, s, db.Shard())
-				res, err := s.MergeOnce(ctx, "")
-				require.NoError(t, err)
+				res := mustMergeOnce(ctx, t, s, "")
 				passes = append(passes, res.Reclaimed)
 				require.Equal(t, before-res.Reclaimed, pendingOf(t, s, db.Shard()))
 				require.Len(t, allRows(t, s, SourceAll), 5, "nothing lost mid-way")
 				require.Equal(t, listedGens(t, s, db.Shard()), genFilesOnDisk(t, s, db.Shard()))
 			}
 			require.Equal(t, tc.want, passes)
-			page, err := s.List(ctx, ListOptions{Limit: 100})
-			require.NoError(t, err)
+			page := mustList(ctx, t, s, ListOptions{Limit: 100})
 			require.Len(t, page.Rows, 5)
 			for _, r := range page.Rows {
 				require.Equal(t, blob, r["s"], "payload bytes survive the merge exactly")
@@ -341,7 +331,7 @@ func TestMergeCaps(t *testing.T) {
 	}
 }
 
-// Story H: prepare runs while a reader holds the lock; commit waits for it.
+// Prepare runs while a reader holds the lock; commit waits for it.
 func TestPrepareDoesNotBlockOnReadLockButCommitWaits(t *testing.T) {
 	ctx := context.Background()
 	_, s := newGenericStore(t, "file://"+t.TempDir(), "locks")
@@ -377,8 +367,8 @@ func TestPrepareDoesNotBlockOnReadLockButCommitWaits(t *testing.T) {
 	}
 }
 
-// Story C / P: duplicate keys dedupe to the newest write, before and after merge, and
-// across shards; a peer shard's merge never hides a row.
+// Duplicate keys dedupe to the newest write, before and after merge, and across shards; a
+// peer shard's merge never hides a row.
 func TestNewestWriteWinsAcrossShardsAndMerges(t *testing.T) {
 	for name, url := range backends(t) {
 		t.Run(name, func(t *testing.T) {
@@ -397,8 +387,7 @@ func TestNewestWriteWinsAcrossShardsAndMerges(t *testing.T) {
 
 			// Merge only shard b (the newer x): the base has x=3; shard a's older x=1/2
 			// stays pending and must lose.
-			_, err := sb.MergeOnce(ctx, b.Shard())
-			require.NoError(t, err)
+			mustMergeOnce(ctx, t, sb, b.Shard())
 			require.Equal(t, want, allRows(t, sa, SourceAll))
 			// Now merge shard a: its older x must not win over the base's x=3.
 			mustMergeAll(ctx, t, sa)
@@ -415,19 +404,15 @@ func TestTwoPreparesOfOneShardCommitOnce(t *testing.T) {
 	db, s, p1, p2 := twoPrepares(t, "twice")
 	require.NotEqual(t, p1.Staged[0].Path, p2.Staged[0].Path)
 
-	r1, err := commitOne(ctx, s, p1)
-	require.NoError(t, err)
+	r1 := mustCommit(ctx, t, s, p1)
 	require.Equal(t, RoundCommitted, r1.Outcome)
-	r2, err := commitOne(ctx, s, p2)
-	require.NoError(t, err)
+	r2 := mustCommit(ctx, t, s, p2)
 	require.Equal(t, RoundAlreadyCommitted, r2.Outcome)
 	require.Equal(t, r1.BaseVersion, r2.BaseVersion, "the second commit published nothing")
 
 	require.False(t, onStorage(t, db.bucket, p2.Staged[0].Path), "the losing attempt's staged file is removed")
 	// Re-committing the winner is idempotent too.
-	r3, err := commitOne(ctx, s, p1)
-	require.NoError(t, err)
-	require.Equal(t, RoundAlreadyCommitted, r3.Outcome)
+	require.Equal(t, RoundAlreadyCommitted, mustCommit(ctx, t, s, p1).Outcome)
 	require.Len(t, allRows(t, s, SourceBase), 4)
 	require.Len(t, mustLoadBase(ctx, t, s).Runs, 1)
 }
@@ -444,36 +429,29 @@ func TestFindingTwoRunsRacingOnOnePassReportItsReclaimOnce(t *testing.T) {
 
 			var r1 RoundShardResult
 			var armed atomic.Bool
-			var err error
 			if race == "after" {
-				r1, err = commitOne(ctx, s, p1)
-				require.NoError(t, err)
+				r1 = mustCommit(ctx, t, s, p1)
 			} else {
 				// p2 has claimed and drafted the version p1 publishes first.
 				armed.Store(true)
 				db.bucket = db.bucket.WithFaults(objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
 					if op == objstore.OpPutIfAbsent && strings.HasPrefix(key, versionsPrefix(s.target)) && armed.CompareAndSwap(true, false) {
-						var cerr error
-						r1, cerr = commitOne(ctx, s, p1)
-						require.NoError(t, cerr)
+						r1 = mustCommit(ctx, t, s, p1)
 					}
 					return nil
 				}})
 			}
-			r2, err := commitOne(ctx, s, p2)
-			require.NoError(t, err)
+			r2 := mustCommit(ctx, t, s, p2)
 			require.False(t, armed.Load(), "p1 published while p2 committed")
 			require.Equal(t, RoundCommitted, r1.Outcome)
 			require.Equal(t, 4, r1.Reclaimed)
 			require.Equal(t, RoundAlreadyCommitted, r2.Outcome)
 			require.Zero(t, r2.Reclaimed, "the other attempt's run holds the pass: its reclaim is the winner's to report")
 
-			again, err := commitOne(ctx, s, p1)
-			require.NoError(t, err)
+			again := mustCommit(ctx, t, s, p1)
 			require.Equal(t, RoundAlreadyCommitted, again.Outcome)
 			require.Equal(t, 4, again.Reclaimed, "the winner's retry reports what its lost reply did")
-			again, err = commitOne(ctx, s, p2)
-			require.NoError(t, err)
+			again = mustCommit(ctx, t, s, p2)
 			require.Zero(t, again.Reclaimed)
 		})
 	}
@@ -553,14 +531,12 @@ func TestCrashBetweenMergeStepsLosesNothing(t *testing.T) {
 			switch step {
 			case "after-prepare":
 			case "after-claim":
-				_, err := s.claim(ctx, p, "commit")
-				require.NoError(t, err)
+				require.NoError(t, errOf(s.claim(ctx, p, "commit")))
 			case "after-base-commit":
 				publishOnly(t, s, p)
 			case "after-drain":
 				publishOnly(t, s, p)
-				_, err := s.drain(ctx, p.Shard, p.Generations)
-				require.NoError(t, err)
+				require.NoError(t, errOf(s.drain(ctx, p.Shard, p.Generations)))
 			}
 			// "Crash": drop the process without closing, open a new one with the same id.
 			db2 := openTestDB(t, url, "w1")
@@ -569,9 +545,7 @@ func TestCrashBetweenMergeStepsLosesNothing(t *testing.T) {
 
 			// The retried activity (same attempt key) or a fresh merge both converge.
 			if step != "after-prepare" {
-				res, err := commitOne(ctx, s2, p)
-				require.NoError(t, err)
-				_ = res
+				_ = mustCommit(ctx, t, s2, p)
 			}
 			mustMergeAll(ctx, t, s2)
 			require.Equal(t, want, allRows(t, s2, SourceAll))
@@ -620,16 +594,14 @@ func TestRestartedWriterReplaysWAL(t *testing.T) {
 	// that nobody would replay... and its one retry reclaims the shard, fencing db2.
 	appendRows(t, s, row("c", 4))
 	s2 := openGeneric(t, db2, "replay")
-	_, err = s2.Append(ctx, []Row{row("d", 5)})
-	require.NoError(t, err, "db2 reclaims on its one retry")
+	require.NoError(t, errOf(s2.Append(ctx, []Row{row("d", 5)})), "db2 reclaims on its one retry")
 	flush(t, s2)
 	_, err = s.Flush(ctx)
 	if err != nil {
 		require.ErrorIs(t, err, ErrFenced)
 	}
 	db3 := openTestDB(t, url, "w1")
-	_, err = db3.Recover(ctx)
-	require.NoError(t, err)
+	require.NoError(t, errOf(db3.Recover(ctx)))
 	got := allRows(t, openGeneric(t, openTestDB(t, url, "r2"), "replay"), SourceAll)
 	require.Equal(t, map[string]int64{"a": 3, "b": 2, "c": 4, "d": 5}, got, "every acknowledged append survives the fencing dance")
 }
@@ -718,14 +690,10 @@ func TestReadCapsWarnAndRefuse(t *testing.T) {
 	// A writer stops at its own limit (TestPendingMaxBoundsEveryWrite), so one without a
 	// limit leaves 4 pending generations for the reader.
 	_, w := newGenericStore(t, url, "caps", func(o *Options) { o.PendingMax = 0 })
-	for i := 0; i < 4; i++ {
-		seal(t, w, row(fmt.Sprintf("k%d", i), 1))
-	}
+	sealGenerations(t, w, 4)
 	s := openGeneric(t, openTestDB(t, url, "r", func(o *Options) { o.PendingMax = 3; o.PendingWarn = 2 }), "caps")
-	_, err := s.Get(ctx, "k1")
-	require.ErrorIs(t, err, ErrTooManyPending)
-	_, err = s.List(ctx, ListOptions{})
-	require.ErrorIs(t, err, ErrTooManyPending)
+	require.ErrorIs(t, errOf(s.Get(ctx, "k1")), ErrTooManyPending)
+	require.ErrorIs(t, errOf(s.List(ctx, ListOptions{})), ErrTooManyPending)
 	st, err := s.Stats(ctx)
 	require.NoError(t, err, "stats never refuse: schedulers must see the debt")
 	require.Equal(t, 4, st.TotalPending())
@@ -740,13 +708,11 @@ func TestReadCapsWarnAndRefuse(t *testing.T) {
 		seal(t, sa, row(fmt.Sprintf("a%d", i), 1))
 		seal(t, sb, row(fmt.Sprintf("b%d", i), 1))
 	}
-	_, err = sa.List(ctx, ListOptions{})
-	require.ErrorIs(t, err, ErrTooManyPending)
+	require.ErrorIs(t, errOf(sa.List(ctx, ListOptions{})), ErrTooManyPending)
 
 	// 0 = off.
 	off := openGeneric(t, openTestDB(t, url2, "c", func(o *Options) { o.PendingMax = 0 }), "caps")
-	_, err = off.List(ctx, ListOptions{})
-	require.NoError(t, err)
+	mustList(ctx, t, off, ListOptions{})
 }
 
 func TestCorruptGenerationBlocksOnlyItsShard(t *testing.T) {
@@ -762,8 +728,7 @@ func TestCorruptGenerationBlocksOnlyItsShard(t *testing.T) {
 	require.Len(t, gens, 1)
 	require.NoError(t, a.bucket.Put(ctx, gens[0], []byte("ARROW1 garbage, truncated")))
 
-	_, err := sa.Prepare(ctx, PrepareParams{Shard: a.Shard()})
-	require.ErrorIs(t, err, ErrCorrupt)
+	require.ErrorIs(t, errOf(sa.Prepare(ctx, PrepareParams{Shard: a.Shard()})), ErrCorrupt)
 	res, err := sb.MergeOnce(ctx, b.Shard())
 	require.NoError(t, err, "the healthy shard still merges")
 	require.Equal(t, 1, res.Reclaimed)
@@ -813,9 +778,7 @@ func TestAbortDeletesOnlyWhenCommitIsProvenAbsent(t *testing.T) {
 	_, s := newGenericStore(t, "file://"+t.TempDir(), "abort")
 	seal(t, s, row("a", 1))
 	p := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "wf/a"})
-	res, err := commitOne(ctx, s, p)
-	require.NoError(t, err)
-	require.Equal(t, 1, res.Reclaimed)
+	require.Equal(t, 1, mustCommit(ctx, t, s, p).Reclaimed)
 	ar := mustAbort(ctx, t, s, p)
 	require.True(t, ar.CommitPresent)
 	require.Equal(t, 0, ar.Deleted)
@@ -825,8 +788,7 @@ func TestAbortDeletesOnlyWhenCommitIsProvenAbsent(t *testing.T) {
 	p2 := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "wf/b"})
 	ar = mustAbort(ctx, t, s, p2)
 	require.Equal(t, 1, ar.Deleted)
-	_, err = commitOne(ctx, s, p2)
-	require.ErrorIs(t, err, ErrStalePreparation, "an aborted attempt can never commit")
+	require.ErrorIs(t, errOf(commitOne(ctx, s, p2)), ErrStalePreparation, "an aborted attempt can never commit")
 	require.Equal(t, map[string]int64{"a": 1, "b": 2}, allRows(t, s, SourceAll))
 }
 
@@ -839,8 +801,7 @@ func TestStalePreparation(t *testing.T) {
 	require.Len(t, wide.Generations, 3)
 	_, err := s.MergeOnce(ctx, "") // commits generations 1-2
 	require.NoError(t, err)
-	_, err = commitOne(ctx, s, wide)
-	require.ErrorIs(t, err, ErrStalePreparation)
+	require.ErrorIs(t, errOf(commitOne(ctx, s, wide)), ErrStalePreparation)
 	require.Equal(t, 1, mustAbort(ctx, t, s, wide).Deleted)
 	mustMergeAll(ctx, t, s)
 	require.Len(t, allRows(t, s, SourceBase), 3)
@@ -907,8 +868,7 @@ func TestCreateAndOpenErrors(t *testing.T) {
 	createGeneric(t, db, "g", false)
 	_, err := db.Create(ctx, Target{Kind: KindGeneric, Name: "g"}, CreateOptions{Schema: &testSchema})
 	require.ErrorIs(t, err, ErrAlreadyExists)
-	_, err = db.Open(ctx, Target{Kind: KindGeneric, Name: "nope"})
-	require.ErrorIs(t, err, ErrNotFound)
+	require.ErrorIs(t, errOf(db.Open(ctx, Target{Kind: KindGeneric, Name: "nope"})), ErrNotFound)
 	for _, bad := range []string{"", "..", "a/b", "a:b", "_registry", ".hidden", strings.Repeat("x", 200)} {
 		_, err = db.Create(ctx, Target{Kind: KindGeneric, Name: bad}, CreateOptions{Schema: &testSchema})
 		require.ErrorIs(t, err, ErrInvalidInput, bad)
@@ -916,52 +876,39 @@ func TestCreateAndOpenErrors(t *testing.T) {
 	_, err = db.Create(ctx, Target{Kind: KindGeneric, Name: "noschema"}, CreateOptions{})
 	require.ErrorIs(t, err, ErrInvalidInput)
 	s := openGeneric(t, db, "g")
-	_, err = s.Append(ctx, []Row{{Key: "a", Values: []any{"a"}}})
-	require.ErrorIs(t, err, ErrInvalidInput)
-	_, err = s.Append(ctx, []Row{{Key: "", Values: []any{"", nil, nil}}})
-	require.ErrorIs(t, err, ErrInvalidInput)
+	require.ErrorIs(t, errOf(s.Append(ctx, []Row{{Key: "a", Values: []any{"a"}}})), ErrInvalidInput)
+	require.ErrorIs(t, errOf(s.Append(ctx, []Row{{Key: "", Values: []any{"", nil, nil}}})), ErrInvalidInput)
 	infos, err := db.ListStores(ctx, KindGeneric, "", 10)
 	require.NoError(t, err)
 	require.Len(t, infos.Stores, 1)
-	_, err = db.ListStores(ctx, "bogus", "", 10)
-	require.ErrorIs(t, err, ErrInvalidInput)
+	require.ErrorIs(t, errOf(db.ListStores(ctx, "bogus", "", 10)), ErrInvalidInput)
 	require.True(t, errors.Is(fmt.Errorf("wrapped: %w", ErrCorrupt), ErrCorrupt))
 }
 
-// Story G: every read samples the pending count per shard into the histogram.
-func TestReadsSamplePendingGenerationsPerShard(t *testing.T) {
+// Every read (List and Get alike, not Stats) samples the pending generations of each shard,
+// and how many shards the store has: each costs the read a manifest load, and a shard comes
+// from every writer instance id that ever wrote to the store.
+func TestReadsSamplePendingGenerationsAndShards(t *testing.T) {
 	ctx := context.Background()
-	metrics := NewMetrics(prometheus.NewRegistry(), nil)
-	_, s := newGenericStore(t, fmt.Sprintf("mem://hist-%d", testURLSeq.Add(1)), "h", func(o *Options) { o.Metrics = metrics })
-	for i := 0; i < 3; i++ {
-		seal(t, s, row(fmt.Sprintf("k%d", i), 1))
-	}
-	_, err := s.List(ctx, ListOptions{})
-	require.NoError(t, err)
-	var m dto.Metric
-	require.NoError(t, metrics.ReadPendingGenerations.Write(&m))
-	require.EqualValues(t, 1, m.GetHistogram().GetSampleCount())
-	require.EqualValues(t, 3, m.GetHistogram().GetSampleSum())
-}
-
-// Every read samples how many shards the store has: each costs the read a manifest load, and
-// a shard comes from every writer instance id that ever wrote to the store.
-func TestReadsSampleShards(t *testing.T) {
-	ctx := context.Background()
-	url := fmt.Sprintf("mem://shards-%d", testURLSeq.Add(1))
+	url := fmt.Sprintf("mem://hist-%d", testURLSeq.Add(1))
 	metrics := NewMetrics(prometheus.NewRegistry(), nil)
 	_, s := newGenericStore(t, url, "h", func(o *Options) { o.Metrics = metrics })
-	seal(t, s, row("a", 1))
+	sealGenerations(t, s, 3)
 	for _, id := range []string{"w2", "w3"} {
 		seal(t, openGeneric(t, openTestDB(t, url, id), "h"), row(id, 1))
 	}
-	mustGet(ctx, t, s, "a")
-	_, err := s.Stats(ctx)
-	require.NoError(t, err, "stats are not a read: they are not sampled")
-	var m dto.Metric
-	require.NoError(t, metrics.ReadShards.Write(&m))
-	require.EqualValues(t, 1, m.GetHistogram().GetSampleCount())
-	require.EqualValues(t, 3, m.GetHistogram().GetSampleSum())
+	mustList(ctx, t, s, ListOptions{})
+	mustGet(ctx, t, s, "k1")
+	require.NoError(t, errOf(s.Stats(ctx)), "stats are not a read: they are not sampled")
+	for _, h := range []struct {
+		hist       prometheus.Histogram
+		count, sum int
+	}{{metrics.ReadPendingGenerations, 2 * 3, 2 * (3 + 1 + 1)}, {metrics.ReadShards, 2, 2 * 3}} {
+		var m dto.Metric
+		require.NoError(t, h.hist.Write(&m))
+		require.EqualValues(t, h.count, m.GetHistogram().GetSampleCount())
+		require.EqualValues(t, h.sum, m.GetHistogram().GetSampleSum())
+	}
 }
 
 // Truncated or garbled Parquet runs are typed corrupt-data errors, never panics.
@@ -983,10 +930,8 @@ func TestGarbledRunIsCorrupt(t *testing.T) {
 			}
 			require.NoError(t, db.bucket.Put(ctx, base.Runs[0].Path, data))
 			reader := openGeneric(t, openTestDB(t, db.bucket.URL(), "r"), "g")
-			_, err := reader.Get(ctx, "a")
-			require.ErrorIs(t, err, ErrCorrupt)
-			_, err = reader.List(ctx, ListOptions{})
-			require.ErrorIs(t, err, ErrCorrupt)
+			require.ErrorIs(t, errOf(reader.Get(ctx, "a")), ErrCorrupt)
+			require.ErrorIs(t, errOf(reader.List(ctx, ListOptions{})), ErrCorrupt)
 		})
 	}
 }
@@ -994,63 +939,114 @@ func TestGarbledRunIsCorrupt(t *testing.T) {
 // mustMergeAll merges every shard of s's target and returns how many generations it merged.
 func mustMergeAll(ctx context.Context, t testing.TB, s *Store) int {
 	t.Helper()
-	n, err := s.MergeAll(ctx)
+	v, err := s.MergeAll(ctx)
 	require.NoError(t, err)
-	return n
+	return v
 }
 
 // mustLoadBase is the latest base version of s's target.
 func mustLoadBase(ctx context.Context, t testing.TB, s *Store) *manifest.Base {
 	t.Helper()
-	base, err := s.loadBase(ctx)
+	v, err := s.loadBase(ctx)
 	require.NoError(t, err)
-	return base
+	return v
 }
 
 // mustPrepare prepares a merge pass of s with params p.
 func mustPrepare(ctx context.Context, t testing.TB, s *Store, p PrepareParams) *PreparedMerge {
 	t.Helper()
-	pm, err := s.Prepare(ctx, p)
+	v, err := s.Prepare(ctx, p)
 	require.NoError(t, err)
-	return pm
+	return v
 }
 
 // mustLoadShard is the latest manifest of shard (nil: never wrote).
 func mustLoadShard(ctx context.Context, t testing.TB, s *Store, shard string) *manifest.Shard {
 	t.Helper()
-	m, err := s.loadShard(ctx, shard)
+	v, err := s.loadShard(ctx, shard)
 	require.NoError(t, err)
-	return m
+	return v
 }
 
 // mustAbort aborts the merge pass p of s.
 func mustAbort(ctx context.Context, t testing.TB, s *Store, p *PreparedMerge) AbortResult {
 	t.Helper()
-	res, err := s.Abort(ctx, p)
+	v, err := s.Abort(ctx, p)
 	require.NoError(t, err)
-	return res
+	return v
 }
 
 // mustStats is the stats of s.
 func mustStats(ctx context.Context, t testing.TB, s *Store) Stats {
 	t.Helper()
-	st, err := s.Stats(ctx)
+	v, err := s.Stats(ctx)
 	require.NoError(t, err)
-	return st
+	return v
 }
 
 // mustGet is the row of key in s.
 func mustGet(ctx context.Context, t testing.TB, s *Store, key string) map[string]any {
 	t.Helper()
-	got, err := s.Get(ctx, key)
+	v, err := s.Get(ctx, key)
 	require.NoError(t, err)
-	return got
+	return v
 }
 
 // mustCompact runs one compaction pass of s with params p.
 func mustCompact(ctx context.Context, t testing.TB, s *Store, p CompactParams) CompactResult {
 	t.Helper()
-	res, err := s.CompactBase(ctx, p)
+	v, err := s.CompactBase(ctx, p)
 	require.NoError(t, err)
-	return res
+	return v
 }
+
+// mustList is the page of s that opts ask for.
+func mustList(ctx context.Context, t testing.TB, s *Store, opts ListOptions) ListPage {
+	t.Helper()
+	v, err := s.List(ctx, opts)
+	require.NoError(t, err)
+	return v
+}
+
+// mustMergeOnce merges one pass of shard ("": any) of s.
+func mustMergeOnce(ctx context.Context, t testing.TB, s *Store, shard string) RoundShardResult {
+	t.Helper()
+	v, err := s.MergeOnce(ctx, shard)
+	require.NoError(t, err)
+	return v
+}
+
+// mustQuarantine sets key of s aside for reason.
+func mustQuarantine(ctx context.Context, t testing.TB, s *Store, key, reason string) QuarantineResult {
+	t.Helper()
+	v, err := s.Quarantine(ctx, key, reason)
+	require.NoError(t, err)
+	return v
+}
+
+// mustRelease puts the quarantined key of s back.
+func mustRelease(ctx context.Context, t testing.TB, s *Store, key string) QuarantineResult {
+	t.Helper()
+	v, err := s.Release(ctx, key)
+	require.NoError(t, err)
+	return v
+}
+
+// mustAppend appends rows to s in one append.
+func mustAppend(ctx context.Context, t testing.TB, s *Store, rows []Row) AppendResult {
+	t.Helper()
+	v, err := s.Append(ctx, rows)
+	require.NoError(t, err)
+	return v
+}
+
+// mustCommitRound commits ps as one round of s.
+func mustCommitRound(ctx context.Context, t testing.TB, s *Store, ps []*PreparedMerge) RoundCommitResult {
+	t.Helper()
+	v, err := s.CommitRound(ctx, ps)
+	require.NoError(t, err)
+	return v
+}
+
+// errOf is the error of a call whose other result the test does not look at.
+func errOf[T any](_ T, err error) error { return err }

@@ -98,12 +98,10 @@ func TestFindingHugeStrayWALObjectCostsNoMemoryUnderAMemoryLimit(t *testing.T) {
 	require.ErrorContains(t, err, stray)
 	require.Equal(t, 1.0, testutil.ToFloat64(owner.metrics.CorruptObjects.WithLabelValues(string(KindGeneric))))
 
-	_, err = so.Quarantine(ctx, stray, "16 GiB put there by a tool")
-	require.NoError(t, err)
+	mustQuarantine(ctx, t, so, stray, "16 GiB put there by a tool")
 	appendRows(t, so, row("b", 2))
 	require.Equal(t, map[string]int64{"a": 1, "b": 2}, allRows(t, so, SourceAll))
-	_, err = so.Release(ctx, stray)
-	require.ErrorIs(t, err, ErrCorrupt)
+	require.ErrorIs(t, errOf(so.Release(ctx, stray)), ErrCorrupt)
 }
 
 // The WAL committer wrote everything queued as one object, which held as many appends as the
@@ -139,7 +137,7 @@ func TestFindingWALGroupCommitIsSplitAtTheMemtableBound(t *testing.T) {
 	})
 	s := createGeneric(t, db, "split", false)
 	appendRows(t, s, row("first", 0)) // claims the shard
-	big := func(id string) Row { return Row{Key: id, Values: []any{id, int64(1), strings.Repeat("x", 2500)}} }
+	big := func(id string) Row { return keyRow(id, int64(1), strings.Repeat("x", 2500)) }
 	one := rowcodec.DecodedRowsBytes([]Row{big("a")})
 	require.Greater(t, 2*one, int64(memtable), "two appends exceed a WAL object's rows")
 	require.LessOrEqual(t, 3*one, db.appends.Limit(), "three appends are let in at once")

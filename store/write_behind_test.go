@@ -64,8 +64,7 @@ func TestWriteBehindReportsTheWritersError(t *testing.T) {
 	// An error on the last, partial buffer is close's.
 	w = &failAfter{n: 0, err: boom}
 	wb = newWriteBehind(nil, mem, w)
-	_, err := wb.Write([]byte("tail"))
-	require.NoError(t, err)
+	require.NoError(t, errOf(wb.Write([]byte("tail"))))
 	require.ErrorIs(t, wb.close(), boom)
 	mem.AssertSize(t, 0)
 }

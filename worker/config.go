@@ -204,7 +204,7 @@ func (c *Config) Validate() error {
 			bad("sweep-interval", "must be 0 (leave the schedule alone) or %s to %s, got %s",
 				contract.MinSweepInterval, contract.MaxSweepInterval, c.SweepInterval)
 		}
-		if c.SweepWindow != 0 && (c.SweepWindow < contract.MinSweepWindow || c.SweepWindow > contract.MaxSweepWindow) {
+		if c.SweepWindow > 0 && (c.SweepWindow < contract.MinSweepWindow || c.SweepWindow > contract.MaxSweepWindow) {
 			bad("sweep-window", "must be %s to %s, got %s", contract.MinSweepWindow, contract.MaxSweepWindow, c.SweepWindow)
 		}
 		if s := c.SweepStartSpacing; s > 0 && (s < contract.MinSweepStartSpacing || s > contract.MaxSweepStartSpacing) {

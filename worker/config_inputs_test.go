@@ -36,6 +36,12 @@ func TestConfigRefusesKnobsItsWorkflowsWouldRefuse(t *testing.T) {
 	c := DefaultConfig()
 	c.SweepMergeMinGenerations = 0
 	require.ErrorContains(t, c.Validate(), "--sweep-merge-min-generations: must be 1 to")
+	// A negative window is refused once, as negative, not also as out of range.
+	c = DefaultConfig()
+	c.SweepWindow = -time.Second
+	err := c.Validate()
+	require.ErrorContains(t, err, "--sweep-window: must not be negative")
+	require.Equal(t, 1, strings.Count(err.Error(), "--sweep-window"), "%v", err)
 
 	// Without a schedule the sweep knobs start nothing; at their bounds they are fine.
 	c = DefaultConfig()

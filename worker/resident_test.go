@@ -71,16 +71,21 @@ func TestHTTPLookupsOfMissingStoresKeepNothing(t *testing.T) {
 		{http.MethodPost, "/api/v1/stores/%s/%s/rows", `[{"id":"k"}]`},
 		{http.MethodPost, "/api/v1/stores/%s/%s/merge-wal", ""},
 	}
-	lookup := func(i int) {
+	// lookup reports with Errorf, since the goroutines below may not call FailNow.
+	lookup := func(i int) bool {
 		rt := routes[i%len(routes)]
 		kind := store.Kinds[i%len(store.Kinds)]
 		rec := serve(h, rt.method, fmt.Sprintf(rt.path, kind, fmt.Sprintf("missing-%d", i)), rt.body)
 		if rec.Code != http.StatusNotFound || !strings.Contains(rec.Body.String(), CodeStoreNotFound) {
-			t.Fatalf("%s %s: %d %s", rt.method, rt.path, rec.Code, rec.Body)
+			t.Errorf("%s %s: %d %s", rt.method, rt.path, rec.Code, rec.Body)
+			return false
 		}
+		return true
 	}
 	for i := range 2 * len(routes) { // every route and kind once: their series exist
-		lookup(i)
+		if !lookup(i) {
+			t.FailNow()
+		}
 	}
 	series := testutil.CollectAndCount(w.Metrics().Registry)
 	before := heapInUse()
@@ -89,12 +94,14 @@ func TestHTTPLookupsOfMissingStoresKeepNothing(t *testing.T) {
 	var wg sync.WaitGroup
 	for g := range workers {
 		wg.Go(func() {
-			for i := g; i < n; i += workers {
-				lookup(i)
+			for i := g; i < n && lookup(i); i += workers {
 			}
 		})
 	}
 	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
 
 	if got := len(w.DB().Resident()); got != 1 {
 		t.Fatalf("%d resident stores after lookups of missing ones, want 1", got)

@@ -89,14 +89,16 @@ func runQuick(t *testing.T, name string, tweak ...func(*Options)) *Result {
 // TestIncidentQuick replays the incident with walkeeper's defaults (the count trigger asks
 // MergeWal for parallel prepares, 64 generations per pass); WALKEEPER_BENCH_SERIAL=1 replays
 // serial shard visits. Before MergeWal took shards in rounds, the serial schedule merged the
-// shards it reached again and again while the others climbed to 44 (docs/benchmarks/incident.md); both now peak at 4–7 on a loaded 2-core machine. The bound stays at
-// 3 × the count trigger, not the 2×: in one repetition of nine walkeeper's side
-// stalled for the whole run and reached 34, and a stall must not fail the suite.
+// shards it reached again and again while the others climbed to 44
+// (docs/benchmarks/incident.md); both now peak at 4–7 on a loaded 2-core machine. The bound is
+// 3 × the count trigger, not the target's 2×: in one repetition of nine walkeeper's side
+// stalled for the whole run and reached 34, within 6 of 2 × the quick trigger of 20, and a
+// stall must not fail the suite.
 func TestIncidentQuick(t *testing.T) {
 	testtemporal.SkipShort(t)
 	res := runQuick(t, "incident")
 	trig := value(t, res, "count_trigger")
-	// Normal: walkeeper peaks well below the count trigger; the bound is the 2× plus
+	// Normal: walkeeper peaks well below the count trigger; the bound is the target's 2× plus
 	// slack for a loaded machine.
 	if got, limit := value(t, res, "walkeeper_max"), 3*trig; got > limit {
 		t.Errorf("walkeeper max pending per shard %.0f > %.0f (3 × count trigger %.0f)", got, limit, trig)

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // What a person or a tool leaves in a file:// root that is not a regular file: never an
@@ -54,13 +56,9 @@ func TestFileBucketFIFOAndSocketAreNotObjects(t *testing.T) {
 		}
 	}
 	sock, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer syscall.Close(sock)
-	if err := syscall.Bind(sock, &syscall.SockaddrUnix{Name: filepath.Join(root, "k", "sock")}); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, syscall.Bind(sock, &syscall.SockaddrUnix{Name: filepath.Join(root, "k", "sock")}))
 
 	for _, key := range []string{"k/fifo", "k/sock"} {
 		err := finishOrUnblock(t, "Get "+key, fifos, func() error {
@@ -100,20 +98,14 @@ func TestFileBucketSymlinksDoNotLeadOutOfTheRoot(t *testing.T) {
 	ctx := context.Background()
 	outside := t.TempDir()
 	secret := filepath.Join(outside, "secret")
-	if err := os.WriteFile(secret, []byte("outside the root"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(secret, []byte("outside the root"), 0o644))
 	realRoot := t.TempDir()
 	root := filepath.Join(t.TempDir(), "root")
-	if err := os.Symlink(realRoot, root); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.Symlink(realRoot, root))
 	b := mustOpen(t, fileURL(root)+"?nosync=1")
 	mustPut(t, b, "k/object", "x")
 	for name, target := range map[string]string{"k/file": secret, "k/dir": outside, "k/zero": "/dev/zero"} {
-		if err := os.Symlink(target, filepath.Join(realRoot, filepath.FromSlash(name))); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.Symlink(target, filepath.Join(realRoot, filepath.FromSlash(name))))
 	}
 
 	for _, key := range []string{"k/file", "k/dir/secret", "k/zero"} {
@@ -169,15 +161,11 @@ func TestFileBucketCreateOnlyOverANonObjectSaysSo(t *testing.T) {
 	root := t.TempDir()
 	b := mustOpen(t, fileURL(root)+"?nosync=1")
 	mustPut(t, b, "k/object", "x")
-	if err := os.Mkdir(filepath.Join(root, "k", "dir"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.Mkdir(filepath.Join(root, "k", "dir"), 0o755))
 	if err := syscall.Mkfifo(filepath.Join(root, "k", "fifo"), 0o644); err != nil {
 		t.Skipf("mkfifo: %v", err)
 	}
-	if err := os.Symlink("object", filepath.Join(root, "k", "link")); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.Symlink("object", filepath.Join(root, "k", "link")))
 	for key, kind := range map[string]string{"k/dir": "directory", "k/fifo": "FIFO", "k/link": "symlink"} {
 		err := b.PutIfAbsent(ctx, key, []byte("w"))
 		if err == nil || errors.Is(err, ErrAlreadyExists) || !strings.Contains(err.Error(), "is a "+kind+", not an object") {
@@ -196,16 +184,10 @@ func rootsInTheWay(t *testing.T) (dir, file, fifo string) {
 	t.Helper()
 	dir = t.TempDir()
 	file, fifo = filepath.Join(dir, "file"), filepath.Join(dir, "fifo")
-	if err := os.WriteFile(file, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(file, nil, 0o600))
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
 	for link, target := range map[string]string{"to-file": file, "to-fifo": fifo, "dangling": filepath.Join(dir, "nowhere")} {
-		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.Symlink(target, filepath.Join(dir, link)))
 	}
 	return dir, file, fifo
 }
@@ -239,17 +221,13 @@ func TestOpenExistingBucketCreatesNoRoot(t *testing.T) {
 	}
 
 	empty := filepath.Join(dir, "empty")
-	if err := os.Mkdir(empty, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.Mkdir(empty, 0o700))
 	b, err := OpenExistingBucket(ctx, "file://"+empty+"?nosync=1")
 	if err != nil {
 		t.Fatalf("an existing root: %v", err)
 	}
 	defer b.Close()
-	if err := b.Put(ctx, "k", []byte("v")); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, b.Put(ctx, "k", []byte("v")))
 	if got, err := b.Get(ctx, "k"); err != nil || string(got) != "v" {
 		t.Fatalf("Get = %q, %v", got, err)
 	}

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // The file:// backend's own promises, beyond the shared contract: what is on disk.
@@ -26,9 +28,7 @@ func TestFileBucketLayout(t *testing.T) {
 		t.Fatalf("root not created: %v", err)
 	}
 	mustPut(t, b, "generic/gs/store.json", `{"kind":"generic"}`)
-	if err := b.PutIfAbsent(ctx, "generic/gs/_versions/00000000000000000001.json", []byte("{}")); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, b.PutIfAbsent(ctx, "generic/gs/_versions/00000000000000000001.json", []byte("{}")))
 	var files []string
 	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
@@ -45,15 +45,11 @@ func TestFileBucketLayout(t *testing.T) {
 	if err != nil || string(raw) != `{"kind":"generic"}` {
 		t.Fatalf("object is not a plain file at its key path: %q, %v", raw, err)
 	}
-	if err := b.Delete(ctx, "generic/gs/_versions/00000000000000000001.json"); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, b.Delete(ctx, "generic/gs/_versions/00000000000000000001.json"))
 	if _, err := os.Stat(filepath.Join(root, "generic", "gs", "_versions")); !os.IsNotExist(err) {
 		t.Fatalf("empty _versions dir not pruned: %v", err)
 	}
-	if err := b.Delete(ctx, "generic/gs/store.json"); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, b.Delete(ctx, "generic/gs/store.json"))
 	if _, err := os.Stat(filepath.Join(root, "generic")); !os.IsNotExist(err) {
 		t.Fatalf("empty dirs not pruned up to root: %v", err)
 	}
@@ -76,12 +72,8 @@ func TestFileBucketHidesStrayTempFiles(t *testing.T) {
 	mustPut(t, b, "s/real", "r")
 	for _, p := range []string{".tmp-crash1", "s/.tmp-crash2", "onlytemp/.tmp-crash3", "deep/x/.tmp-crash4"} {
 		full := filepath.Join(root, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte("partial"), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
+		require.NoError(t, os.WriteFile(full, []byte("partial"), 0o644))
 	}
 	if got := listKeys(t, b, ""); !reflect.DeepEqual(got, []string{"s/real"}) {
 		t.Fatalf("List = %q", got)

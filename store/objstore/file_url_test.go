@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // TestFileURLRelativePath pins how a file:// URL names a relative root: "file://./<path>" is
@@ -20,12 +22,8 @@ func TestFileURLRelativePath(t *testing.T) {
 	if err != nil {
 		t.Fatalf("file://./ relative path: %v", err)
 	}
-	if err := b.Put(ctx, "k", []byte("v")); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, b.Put(ctx, "k", []byte("v")))
+	require.NoError(t, b.Close())
 	if _, err := os.Stat(filepath.Join(dir, ".cache", "dev", "storage", "k")); err != nil {
 		t.Fatalf("object not under the working directory: %v", err)
 	}
@@ -72,9 +70,7 @@ func TestFileURLParameters(t *testing.T) {
 	}
 	// A root that is a file is no directory to keep objects in.
 	file := filepath.Join(t.TempDir(), "file")
-	if err := os.WriteFile(file, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(file, nil, 0o600))
 	if b, err := OpenBucket(ctx, fileURL(file)); err == nil {
 		_ = b.Close()
 		t.Errorf("a root that is a file opened")
@@ -82,14 +78,10 @@ func TestFileURLParameters(t *testing.T) {
 	// The root is created with dir_file_mode, under the umask.
 	root := filepath.Join(t.TempDir(), "a", "b")
 	b, err := OpenBucket(ctx, fileURL(root)+"?dir_file_mode=0700")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	_ = b.Close()
 	fi, err := os.Stat(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if fi.Mode().Perm() != 0o700 {
 		t.Errorf("root %s: mode %v, want 0700", root, fi.Mode().Perm())
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
+	"github.com/stretchr/testify/require"
 
 	"github.com/walkeeper/walkeeper/internal/testkit/s3test"
 	"github.com/walkeeper/walkeeper/store/objstore"
@@ -30,14 +31,10 @@ func TestListPageS3RequestsPerPage(t *testing.T) {
 	}))
 	defer srv.Close()
 	bucket := s3test.NewBucketName()
-	if err := backend.CreateBucket(bucket); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, backend.CreateBucket(bucket))
 	ctx := context.Background()
 	b, err := objstore.OpenBucket(ctx, s3test.BucketURL(srv.URL, bucket))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer b.Close()
 	// Written to the server's backend directly: the requests counted are the listings.
 	const n = 3000
@@ -51,9 +48,7 @@ func TestListPageS3RequestsPerPage(t *testing.T) {
 	for _, start := range []int{0, 1500, 2900} {
 		before := lists.Load()
 		objs, _, err := b.ListPageWhere(ctx, "_registry/generic/", fmt.Sprintf("_registry/generic/s%05d.json", start), 100, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		if len(objs) != min(100, n-1-start) || objs[0].Key != fmt.Sprintf("_registry/generic/s%05d.json", start+1) {
 			t.Fatalf("page after %d: %d objects from %q", start, len(objs), objs[0].Key)
 		}
@@ -66,9 +61,7 @@ func TestListPageS3RequestsPerPage(t *testing.T) {
 	after, pages, seen := "", 0, 0
 	for {
 		objs, more, err := b.ListPageWhere(ctx, "_registry/generic/", after, 500, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		pages++
 		seen += len(objs)
 		if !more {

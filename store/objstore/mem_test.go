@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // TestMemIndexAgainstModel writes, deletes, re-writes and lists keys at random, across
@@ -18,9 +20,7 @@ func TestMemIndexAgainstModel(t *testing.T) {
 	check := func(prefix, after string) {
 		t.Helper()
 		var got []string
-		if err := m.listFrom(ctx, prefix, after, func(o ObjectInfo) error { got = append(got, o.Key); return nil }); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, m.listFrom(ctx, prefix, after, func(o ObjectInfo) error { got = append(got, o.Key); return nil }))
 		var want []string
 		for k := range model {
 			if len(k) >= len(prefix) && k[:len(prefix)] == prefix && k > after {
@@ -36,14 +36,10 @@ func TestMemIndexAgainstModel(t *testing.T) {
 		k := fmt.Sprintf("p%d/k%05d", rng.IntN(3), rng.IntN(2*memTailMax))
 		switch r := rng.IntN(10); {
 		case r < 6:
-			if err := m.put(ctx, k, []byte{1}, false, nil); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, m.put(ctx, k, []byte{1}, false, nil))
 			model[k] = true
 		case r < 9:
-			if err := m.delete(ctx, k); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, m.delete(ctx, k))
 			delete(model, k)
 		default:
 			check(fmt.Sprintf("p%d/", rng.IntN(3)), k)

@@ -256,7 +256,7 @@ func TestConcurrentMergesTinyBudgetNeverDeadlock(t *testing.T) {
 			sampler.Wait()
 			require.NoError(t, ctx.Err(), "merges did not finish in time")
 			for _, s := range ss {
-				st := mustStats(ctx, t, s)
+				st := call(s.Stats(ctx)).must(t)
 				for _, sh := range st.Shards {
 					require.Zero(t, sh.PendingGenerations, "store %s drained", st.Target)
 				}

@@ -50,7 +50,7 @@ func paddedRows(format string, a int) []Row {
 
 func walRows(t *testing.T, s *Store) int {
 	t.Helper()
-	return len(mustList(context.Background(), t, s, ListOptions{Source: SourceWAL, Limit: 10000}).Rows)
+	return len(call(s.List(context.Background(), ListOptions{Source: SourceWAL, Limit: 10000})).must(t).Rows)
 }
 
 // An append over the row cap or the memtable bound is refused whole before its rows are
@@ -187,8 +187,8 @@ func TestKeysLongerThanMaxKeyBytesAreRefused(t *testing.T) {
 	require.Zero(t, walRows(t, s))
 
 	require.NoError(t, errOf(s.AppendJSON(ctx, []byte(`[{"id":"`+ok+`","n":7}]`))))
-	require.Equal(t, int64(7), mustGet(ctx, t, s, ok)["n"])
-	mustList(ctx, t, s, ListOptions{After: ok})
+	require.Equal(t, int64(7), call(s.Get(ctx, ok)).must(t)["n"])
+	call(s.List(ctx, ListOptions{After: ok})).must(t)
 	require.NoError(t, s.Delete(ctx, ok))
 }
 
@@ -211,7 +211,7 @@ func TestMemtableIsSealedAtMemtableBytes(t *testing.T) {
 	active := w.active.bytes
 	w.mu.Unlock()
 	require.Less(t, active, int64(2*bound))
-	require.Len(t, mustList(ctx, t, s, ListOptions{Limit: 1000}).Rows, total)
+	require.Len(t, call(s.List(ctx, ListOptions{Limit: 1000})).must(t).Rows, total)
 }
 
 // While seals fail and WAL objects are still written, a writer keeps acknowledging rows it
@@ -257,6 +257,6 @@ func TestUnsealedRowsAreBoundedWhileSealsFail(t *testing.T) {
 	flush(t, s)
 	_, err := s.Append(ctx, paddedRows("k%03d-%02d", 1000))
 	require.NoError(t, err, "a seal that succeeds admits appends again")
-	page := mustList(ctx, t, s, ListOptions{Limit: 10000})
+	page := call(s.List(ctx, ListOptions{Limit: 10000})).must(t)
 	require.Len(t, page.Rows, 20*(accepted+1), "every acknowledged row is readable")
 }

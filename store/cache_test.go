@@ -73,7 +73,7 @@ func TestFindingCacheOfSmallGenerationsStaysWithinItsLimit(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	require.Len(t, mustList(ctx, t, s, ListOptions{Limit: 10}).Rows, 10)
+	require.Len(t, call(s.List(ctx, ListOptions{Limit: 10})).must(t).Rows, 10)
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	db.cache.mu.Lock()

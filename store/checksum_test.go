@@ -51,15 +51,15 @@ func TestChecksumRefusesDamagedObjectsBeforeDecoding(t *testing.T) {
 			db, s := newGenericStore(t, "file://"+t.TempDir(), "sum")
 			seal(t, s, row("a", 1), row("b", 2))
 			if tc.run {
-				mustMergeAll(ctx, t, s)
+				call(s.MergeAll(ctx)).must(t)
 			}
 			var key, sum string
 			if tc.run {
-				base := mustLoadBase(ctx, t, s)
+				base := call(s.loadBase(ctx)).must(t)
 				require.Len(t, base.Runs, 1)
 				key, sum = base.Runs[0].Path, base.Runs[0].Checksum
 			} else {
-				sm := mustLoadShard(ctx, t, s, db.Shard())
+				sm := call(s.loadShard(ctx, db.Shard())).must(t)
 				require.Len(t, sm.Flushed, 1)
 				key, sum = sm.Flushed[0].Path, sm.Flushed[0].Checksum
 			}

@@ -36,7 +36,7 @@ func TestCompactBaseReservesFromTheBudget(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		seal(t, s, row("same", int64(i)), row(fmt.Sprintf("k%d", i), int64(i)))
 	}
-	mustMergeAll(ctx, t, s)
+	call(s.MergeAll(ctx)).must(t)
 	want := allRows(t, s, SourceAll)
 
 	held := mustReserve(t, budget, budget.Limit())
@@ -47,7 +47,7 @@ func TestCompactBaseReservesFromTheBudget(t *testing.T) {
 	require.Equal(t, want, allRows(t, s, SourceAll))
 	held.Release()
 
-	res := mustCompact(ctx, t, s, CompactParams{MaxRuns: -1})
+	res := call(s.CompactBase(ctx, CompactParams{MaxRuns: -1})).must(t)
 	require.True(t, res.Committed)
 	require.Equal(t, 1, res.RunsLeft)
 	require.Zero(t, budget.Reserved(), "the pass released its reservation")
@@ -80,12 +80,12 @@ func TestCompactBaseStreamsRunsInBatches(t *testing.T) {
 			deleteKeys(t, s, keys...)
 			flush(t, s)
 		}
-		mustMergeAll(ctx, t, s)
+		call(s.MergeAll(ctx)).must(t)
 	}
 	want := bigList(t, s)
 	require.NotEmpty(t, want)
 
-	base := mustLoadBase(ctx, t, s)
+	base := call(s.loadBase(ctx)).must(t)
 	require.GreaterOrEqual(t, len(base.Runs), 3)
 	rb, err := openRunBatches(ctx, memory.DefaultAllocator, getObject(t, db.bucket, base.Runs[0].Path), s.codec, "run")
 	require.NoError(t, err)
@@ -102,7 +102,7 @@ func TestCompactBaseStreamsRunsInBatches(t *testing.T) {
 	rb.close()
 	require.Greater(t, batches, 2, "a run of %d rows must span several batches of %d", rb.rows, rb.batchRows)
 
-	res := mustCompact(ctx, t, s, CompactParams{MaxRuns: -1})
+	res := call(s.CompactBase(ctx, CompactParams{MaxRuns: -1})).must(t)
 	require.True(t, res.Committed)
 	require.Equal(t, 1, res.RunsLeft)
 	require.Equal(t, want, bigList(t, s))
@@ -117,7 +117,7 @@ func bigList(t *testing.T, s *Store) map[string]string {
 	out := map[string]string{}
 	after := ""
 	for {
-		page := mustList(context.Background(), t, s, ListOptions{Limit: 10000, After: after})
+		page := call(s.List(context.Background(), ListOptions{Limit: 10000, After: after})).must(t)
 		for _, r := range page.Rows {
 			out[r["id"].(string)] = fmt.Sprint(r["n"], "/", r["s"])
 		}
@@ -144,7 +144,7 @@ func TestCompactionCountsTheBuffersItsInputsOutgrew(t *testing.T) {
 		}
 		seal(t, s, rs...)
 	}
-	mustMergeAll(ctx, t, s)
+	call(s.MergeAll(ctx)).must(t)
 	want := allRows(t, s, SourceAll)
 	snap, err := s.snapshot(ctx, false)
 	require.NoError(t, err)
@@ -165,7 +165,7 @@ func TestCompactionCountsTheBuffersItsInputsOutgrew(t *testing.T) {
 	require.Zero(t, acct.Allocated())
 	res.Release()
 
-	out := mustCompact(ctx, t, s, CompactParams{MaxRuns: -1})
+	out := call(s.CompactBase(ctx, CompactParams{MaxRuns: -1})).must(t)
 	require.True(t, out.Committed)
 	require.Equal(t, 1, out.RunsLeft)
 	require.Zero(t, budget.Reserved())

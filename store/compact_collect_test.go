@@ -22,7 +22,7 @@ func sealRuns(t *testing.T, s *Store, n int) {
 	t.Helper()
 	for i := range n {
 		seal(t, s, row(fmt.Sprintf("k%d", i), int64(i)))
-		mustMergeAll(context.Background(), t, s)
+		call(s.MergeAll(context.Background())).must(t)
 	}
 }
 
@@ -30,7 +30,7 @@ func sealRuns(t *testing.T, s *Store, n int) {
 func requireBaseReadable(t *testing.T, s *Store) {
 	t.Helper()
 	ctx := context.Background()
-	base := mustLoadBase(ctx, t, s)
+	base := call(s.loadBase(ctx)).must(t)
 	for _, r := range base.Runs {
 		require.True(t, keyExists(t, s.db, r.Path), "the base names run %s, which is gone", r.Path)
 	}
@@ -55,7 +55,7 @@ func TestFindingCompactionCleanupSparesAnotherExecutionsOutput(t *testing.T) {
 			return errors.New("injected: base publish failed")
 		}
 		if op == objstore.OpDelete && isCompactOutput(key) && other.CompareAndSwap(false, true) {
-			res := mustCompact(ctx, t, s1, CompactParams{MaxRuns: -1})
+			res := call(s1.CompactBase(ctx, CompactParams{MaxRuns: -1})).must(t)
 			require.True(t, res.Committed, "the other execution publishes between the look and the delete")
 		}
 		return nil
@@ -77,7 +77,7 @@ func TestCompactionPastItsPublishWindowDoesNotPublish(t *testing.T) {
 	db := openTestDB(t, url, "w1", func(o *Options) { o.Now = clock })
 	s := createGeneric(t, db, "slow", false)
 	sealRuns(t, s, 3)
-	before := mustLoadBase(ctx, t, s)
+	before := call(s.loadBase(ctx)).must(t)
 
 	db.bucket = db.bucket.WithFaults(objstore.FaultFuncs{AfterFunc: func(op, key string, err error) error {
 		if op == objstore.OpPut && isCompactOutput(key) && skew.Load() == 0 {
@@ -86,7 +86,7 @@ func TestCompactionPastItsPublishWindowDoesNotPublish(t *testing.T) {
 		return err
 	}})
 	require.ErrorIs(t, errOf(s.CompactBase(ctx, CompactParams{MaxRuns: -1})), ErrStalled)
-	require.Equal(t, before.Version, mustLoadBase(ctx, t, s).Version, "nothing was published")
+	require.Equal(t, before.Version, call(s.loadBase(ctx)).must(t).Version, "nothing was published")
 	require.Empty(t, listKeys(t, db.bucket, dataPrefix(s.target)+compactRunNamePrefix), "the pass deleted its own output")
 
 	res, err := s.CompactBase(ctx, CompactParams{MaxRuns: -1}) // a pass in time publishes
@@ -118,7 +118,7 @@ func TestAbandonedCompactionOutputsAreCollected(t *testing.T) {
 	foreign := dataPrefix(s.target) + compactRunNamePrefix + "copy-of-a-run.parquet"
 	require.NoError(t, db.bucket.Put(ctx, foreign, []byte("not ours")))
 
-	res := mustCompact(ctx, t, s, CompactParams{MaxRuns: -1})
+	res := call(s.CompactBase(ctx, CompactParams{MaxRuns: -1})).must(t)
 	require.True(t, res.Committed)
 	require.Zero(t, res.AbandonedOutputs, "a young output may still be published")
 	require.True(t, keyExists(t, db, orphans[0].Key))

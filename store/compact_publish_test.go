@@ -84,7 +84,7 @@ func TestFindingCompactionCutAtItsPublishCleansUp(t *testing.T) {
 
 			reader := openGeneric(t, openTestDB(t, url, "r"), "cut")
 			require.Equal(t, want, allRows(t, reader, SourceAll))
-			base := mustLoadBase(ctx, t, reader)
+			base := call(reader.loadBase(ctx)).must(t)
 			objs, err := reader.db.bucket.List(ctx, dataPrefix(reader.target))
 			require.NoError(t, err)
 			for _, o := range objs {

@@ -24,11 +24,11 @@ func deleteOverAnUnsealedRow(t *testing.T, name string) (db1, db2 *DB, s1, s2 *S
 	db2 = openTestDB(t, url, "w2")
 	s2 = openGeneric(t, db2, name)
 	seal(t, s1, row("other", 1))
-	mustMergeAll(ctx, t, s1)
+	call(s1.MergeAll(ctx)).must(t)
 	appendRows(t, s2, row("k", 2))
 	require.NoError(t, s1.Delete(ctx, "k"))
 	flush(t, s1)
-	mustMergeAll(ctx, t, s1)
+	call(s1.MergeAll(ctx)).must(t)
 	return db1, db2, s1, s2
 }
 
@@ -40,10 +40,10 @@ func TestCompactionKeepsTombstonesOverUnsealedRows(t *testing.T) {
 	_, _, s1, s2 := deleteOverAnUnsealedRow(t, "tomb")
 	require.ErrorIs(t, errOf(s1.Get(ctx, "k")), ErrNotFound, "the delete came after the write")
 
-	mustCompact(ctx, t, s1, CompactParams{MaxRuns: -1})
+	call(s1.CompactBase(ctx, CompactParams{MaxRuns: -1})).must(t)
 	flush(t, s2)
 	require.ErrorIs(t, errOf(s1.Get(ctx, "k")), ErrNotFound, "a row older than the delete must not come back")
-	mustMergeAll(ctx, t, s1)
+	call(s1.MergeAll(ctx)).must(t)
 	require.ErrorIs(t, errOf(s1.Get(ctx, "k")), ErrNotFound, "a row older than the delete must not come back")
 }
 
@@ -63,10 +63,10 @@ func TestCompactionKeepsTombstonesOverRowsSealedDuringItsListing(t *testing.T) {
 		}
 		return nil
 	}})
-	mustCompact(ctx, t, s1, CompactParams{MaxRuns: -1})
+	call(s1.CompactBase(ctx, CompactParams{MaxRuns: -1})).must(t)
 	require.False(t, armed.Load(), "the compaction listed w2's WAL")
 	require.ErrorIs(t, errOf(s1.Get(ctx, "k")), ErrNotFound, "a row older than the delete must not come back")
-	mustMergeAll(ctx, t, s1)
+	call(s1.MergeAll(ctx)).must(t)
 	require.ErrorIs(t, errOf(s1.Get(ctx, "k")), ErrNotFound, "a row older than the delete must not come back")
 }
 
@@ -85,10 +85,10 @@ func TestConcurrentTriesOfACompactionDoNotShareAnOutput(t *testing.T) {
 	s3 := openGeneric(t, db3, "twin")
 
 	seal(t, s1, row("other", 1))
-	mustMergeAll(ctx, t, s1)
+	call(s1.MergeAll(ctx)).must(t)
 	require.NoError(t, s1.Delete(ctx, "k"))
 	flush(t, s1)
-	mustMergeAll(ctx, t, s1)
+	call(s1.MergeAll(ctx)).must(t)
 	appendRows(t, s2, row("z", 3)) // unsealed: the first try keeps the tombstone
 
 	db3.bucket = db3.bucket.WithFaults(objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
@@ -107,7 +107,7 @@ func TestConcurrentTriesOfACompactionDoNotShareAnOutput(t *testing.T) {
 		}
 		return nil
 	}})
-	require.True(t, mustCompact(ctx, t, s1, CompactParams{MaxRuns: -1}).Committed)
+	require.True(t, call(s1.CompactBase(ctx, CompactParams{MaxRuns: -1})).must(t).Committed)
 	require.False(t, armed.Load(), "the second try ran")
 
 	requireBaseReadable(t, s1) // the other try deleted no run the base names

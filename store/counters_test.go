@@ -20,7 +20,7 @@ func TestCountersOutOfRangeAreRefused(t *testing.T) {
 	shard := s.db.Shard()
 
 	for _, field := range []string{"replay_after", "next_generation", "writer_epoch"} {
-		next := mustLoadShard(ctx, t, s, shard).Next()
+		next := call(s.loadShard(ctx, shard)).must(t).Next()
 		switch field {
 		case "replay_after":
 			next.ReplayAfter = 1<<64 - 1
@@ -34,14 +34,14 @@ func TestCountersOutOfRangeAreRefused(t *testing.T) {
 		require.ErrorIs(t, errOf(decodeShardManifest(raw, next.Version, s.target, shard)), ErrCorrupt, field)
 	}
 
-	next := mustLoadBase(ctx, t, s).Next("test")
+	next := call(s.loadBase(ctx)).must(t).Next("test")
 	next.Watermarks[shard] = 1<<64 - 1
 	raw, err := manifest.EncodeBase(next)
 	require.NoError(t, err)
 	require.ErrorIs(t, errOf(decodeBaseManifest(raw, next.Version, s.target)), ErrCorrupt)
 
 	// A prepared merge that would publish such a watermark is refused before it writes.
-	p := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "wf/r"})
+	p := call(s.Prepare(ctx, PrepareParams{AttemptKey: "wf/r"})).must(t)
 	bad := *p
 	bad.Generations = []uint64{1<<64 - 1}
 	bad.Through = 1<<64 - 1
@@ -50,5 +50,5 @@ func TestCountersOutOfRangeAreRefused(t *testing.T) {
 	noSum.Staged = []StagedFile{p.Staged[0]}
 	noSum.Staged[0].Checksum = ""
 	require.ErrorIs(t, errOf(commitOne(ctx, s, &noSum)), ErrInvalidInput)
-	mustCommit(ctx, t, s, p)
+	call(commitOne(ctx, s, p)).must(t)
 }

@@ -83,8 +83,8 @@ func TestCorruptObjectsAreCountedOncePerObject(t *testing.T) {
 	ctx := context.Background()
 	db, s, m := mergedStore(t, newMemURL())
 	corrupt := m.CorruptObjects.WithLabelValues(string(KindGeneric))
-	base := mustLoadBase(ctx, t, s)
-	sm := mustLoadShard(ctx, t, s, db.Shard())
+	base := call(s.loadBase(ctx)).must(t)
+	sm := call(s.loadShard(ctx, db.Shard())).must(t)
 	require.NoError(t, db.bucket.Put(ctx, base.Runs[0].Path, []byte("garbage")))
 	require.NoError(t, db.bucket.Put(ctx, sm.Flushed[0].Path, []byte("garbage")))
 	db.cache.clear()
@@ -117,18 +117,18 @@ func TestQuarantineDamagedWALObjectLetsTheOwnerAppend(t *testing.T) {
 	s := openGeneric(t, db, "qw")
 	require.ErrorIs(t, errOf(s.Append(ctx, []Row{row("c", 3)})), ErrCorrupt)
 
-	res := mustQuarantine(ctx, t, s, key, "WAL object damaged, no backup")
+	res := call(s.Quarantine(ctx, key, "WAL object damaged, no backup")).must(t)
 	require.Equal(t, "wal", res.Kind)
 	require.Equal(t, db.Shard(), res.Shard)
-	require.True(t, mustQuarantine(ctx, t, s, key, "again").AlreadyQuarantined)
+	require.True(t, call(s.Quarantine(ctx, key, "again")).must(t).AlreadyQuarantined)
 
 	appendRows(t, s, row("c", 3))
 	require.Equal(t, map[string]int64{"a": 1, "c": 3}, allRows(t, s, SourceAll), "b was only in the damaged object")
 	flush(t, s)
-	mustMergeAll(ctx, t, s)
+	call(s.MergeAll(ctx)).must(t)
 	require.Equal(t, map[string]int64{"a": 1, "c": 3}, allRows(t, s, SourceBase))
 	require.True(t, keyExists(t, db, key), "a seal's WAL clean-up must not delete a quarantined WAL object")
-	require.Equal(t, 1, mustStats(ctx, t, s).Quarantined)
+	require.Equal(t, 1, call(s.Stats(ctx)).must(t).Quarantined)
 
 	// A restarted owner replays around it too.
 	s2 := openGeneric(t, openTestDB(t, root, "w1"), "qw")

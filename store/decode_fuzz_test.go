@@ -77,7 +77,7 @@ func decodeFuzzStore(t *testing.T, merged bool) (*DB, *Store) {
 	for range rounds {
 		seal(t, s, rows...)
 		if merged {
-			mustMergeAll(context.Background(), t, s)
+			call(s.MergeAll(context.Background())).must(t)
 		}
 	}
 	return db, s
@@ -94,7 +94,7 @@ func decodeFuzzSeeds(t *testing.T) (gen, run []byte) {
 		t.Fatalf("seed generation: %v %+v", err, sm)
 	}
 	gen = getObject(t, db.bucket, sm.Flushed[0].Path)
-	mustMergeAll(ctx, t, s)
+	call(s.MergeAll(ctx)).must(t)
 	base, err := s.loadBase(ctx)
 	if err != nil || len(base.Runs) != 1 {
 		t.Fatalf("seed run: %v %+v", err, base)

@@ -23,7 +23,7 @@ func TestCompactionDuringASealKeepsTheGenerationsDemandRecord(t *testing.T) {
 	db, s := newGenericStore(t, backends(t)["mem"], "sealcompact", func(o *Options) { o.CompactDemandRuns = 2 })
 	for i := range 3 {
 		seal(t, s, row(string(rune('a'+i)), 1))
-		mustMergeOnce(ctx, t, s, db.shard)
+		call(s.MergeOnce(ctx, db.shard)).must(t)
 	}
 	require.True(t, keyExists(t, db, demandCompactMarker(s.target)))
 
@@ -51,14 +51,14 @@ func TestCompactionDuringASealKeepsTheGenerationsDemandRecord(t *testing.T) {
 	recs := demandOf(t, db, s.target)
 	require.Len(t, recs, 1, "the seal wrote its record before its manifest")
 
-	res := mustCompact(ctx, t, s, CompactParams{})
+	res := call(s.CompactBase(ctx, CompactParams{})).must(t)
 	require.True(t, res.Committed)
 	require.Less(t, res.RunsLeft, 2)
 	close(resume)
 	require.NoError(t, <-sealed)
 
 	require.False(t, keyExists(t, db, demandCompactMarker(s.target)), "the compaction cleared the marker")
-	require.Equal(t, 1, mustStats(ctx, t, s).Shards[0].PendingGenerations)
+	require.Equal(t, 1, call(s.Stats(ctx)).must(t).Shards[0].PendingGenerations)
 	require.Equal(t, recs, demandOf(t, db, s.target), "the pending generation keeps its demand record")
 }
 
@@ -74,10 +74,10 @@ func TestFindingClearingTheCompactionMarkerKeepsAConcurrentMergesMarker(t *testi
 			db, s := newGenericStore(t, backends(t)["mem"], "markerrace", func(o *Options) { o.CompactDemandRuns = 2 })
 			for i := range 3 {
 				seal(t, s, row(string(rune('a'+i)), 1))
-				mustMergeOnce(ctx, t, s, db.shard)
+				call(s.MergeOnce(ctx, db.shard)).must(t)
 			}
 			if clearer == "reconcile" {
-				res := mustCompact(ctx, t, s, CompactParams{})
+				res := call(s.CompactBase(ctx, CompactParams{})).must(t)
 				require.Equal(t, 1, res.RunsLeft)
 				require.NoError(t, s.putCompactDemand(ctx, 3), "a stale marker, as a failed clearing leaves")
 			}
@@ -114,11 +114,11 @@ func TestFindingClearingTheCompactionMarkerKeepsAConcurrentMergesMarker(t *testi
 			case <-ctx.Done():
 				t.Fatalf("the %s never cleared the marker", clearer)
 			}
-			require.Equal(t, RoundCommitted, mustMergeOnce(ctx, t, s, db.shard).Outcome)
+			require.Equal(t, RoundCommitted, call(s.MergeOnce(ctx, db.shard)).must(t).Outcome)
 			close(resume)
 			require.NoError(t, <-cleared)
 
-			base := mustLoadBase(ctx, t, s)
+			base := call(s.loadBase(ctx)).must(t)
 			require.Len(t, base.Runs, 2)
 			require.True(t, keyExists(t, db, marker), "the base holds 2 runs: the marker the merge wrote must stay")
 		})

@@ -103,10 +103,10 @@ func TestMergeCommitDeletesCoveredDemand(t *testing.T) {
 				seal(t, s, row(fmt.Sprint("k", i), int64(i)))
 			}
 			require.Len(t, demandOf(t, db, s.target), 3)
-			p := mustPrepare(ctx, t, s, PrepareParams{Shard: db.shard})
+			p := call(s.Prepare(ctx, PrepareParams{Shard: db.shard})).must(t)
 			appendRows(t, s, row("late", 9))
 			late := flush(t, s)
-			mustCommit(ctx, t, s, p)
+			call(commitOne(ctx, s, p)).must(t)
 			recs := demandOf(t, db, s.target)
 			require.Len(t, recs, 1)
 			require.Equal(t, late.Generation, recs[0].Gen)
@@ -131,7 +131,7 @@ func TestStaleAndOrphanDemandAreCleaned(t *testing.T) {
 		}
 		return nil
 	}})
-	mustMergeOnce(ctx, t, s, db.shard)
+	call(s.MergeOnce(ctx, db.shard)).must(t)
 	require.Len(t, demandOf(t, db, s.target), 1, "stale record survives the failed clean-up")
 	db.bucket = db.bucket.WithFaults(nil)
 
@@ -165,7 +165,7 @@ func TestReconcileRepairsMissingDemandAndCompactMarker(t *testing.T) {
 	db, s := newGenericStore(t, backends(t)["mem"], "orders", func(o *Options) { o.CompactDemandRuns = 2 })
 	for i := range 2 {
 		seal(t, s, row(fmt.Sprint("k", i), 1))
-		mustMergeOnce(ctx, t, s, db.shard)
+		call(s.MergeOnce(ctx, db.shard)).must(t)
 	}
 	require.True(t, keyExists(t, db, demandCompactMarker(s.target)), "the commit that made 2 runs wrote the marker")
 
@@ -184,7 +184,7 @@ func TestReconcileRepairsMissingDemandAndCompactMarker(t *testing.T) {
 	require.Equal(t, g.Generation, recs[0].Gen)
 	require.True(t, keyExists(t, db, demandCompactMarker(s.target)), "reconcile restored the marker")
 
-	mustCompact(ctx, t, s, CompactParams{})
+	call(s.CompactBase(ctx, CompactParams{})).must(t)
 	require.False(t, keyExists(t, db, demandCompactMarker(s.target)), "compaction below the threshold cleared the marker")
 }
 

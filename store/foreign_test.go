@@ -163,9 +163,9 @@ func TestForeignKeysInsideAStoreAreSkipped(t *testing.T) {
 			want := map[string]int64{"a": 1, "b": 2, "c": 3, "d": 4, "e": 5}
 			require.Equal(t, want, allRows(t, s2, SourceAll))
 
-			mustCommit(ctx, t, s2, mustPrepare(ctx, t, s2, PrepareParams{AttemptKey: attempt}))
-			mustMergeAll(ctx, t, s2)
-			mustCompact(ctx, t, s2, CompactParams{})
+			call(commitOne(ctx, s2, call(s2.Prepare(ctx, PrepareParams{AttemptKey: attempt})).must(t))).must(t)
+			call(s2.MergeAll(ctx)).must(t)
+			call(s2.CompactBase(ctx, CompactParams{})).must(t)
 			require.NoError(t, errOf(s2.ReconcileDemand(ctx)))
 			var records int
 			require.NoError(t, db2.WalkDemand(ctx, KindGeneric, func(DemandRecord) error { records++; return nil }))

@@ -34,7 +34,7 @@ func mixedSizeStore(t *testing.T, gens int, tweak ...func(*Options)) *Store {
 		rs = append(rs, value(i, i >= mixedSmall))
 	}
 	seal(t, s, rs...)
-	mustMergeAll(ctx, t, s)
+	call(s.MergeAll(ctx)).must(t)
 	require.Less(t, firstRunBatches(t, s).batchRows, int64(mixedSmall+mixedBig), "the run streams in more than one batch")
 
 	rng := rand.New(rand.NewPCG(21, 23))
@@ -46,7 +46,7 @@ func mixedSizeStore(t *testing.T, gens int, tweak ...func(*Options)) *Store {
 			flush(t, s)
 		}
 	}
-	st := mustStats(ctx, t, s)
+	st := call(s.Stats(ctx)).must(t)
 	require.Equal(t, 1, st.Runs)
 	require.Equal(t, gens, st.Shards[0].PendingGenerations)
 	return s
@@ -94,7 +94,7 @@ func TestListMaxBytesBoundsThePage(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			s := mixedSizeStore(t, tc.gens, tc.tweak)
-			all := mustList(ctx, t, s, ListOptions{Limit: 10000})
+			all := call(s.List(ctx, ListOptions{Limit: 10000})).must(t)
 			require.Empty(t, all.Next)
 			require.Greater(t, len(all.Rows), mixedSmall+mixedBig/2)
 			maxRow := slices.Max(rowsJSONBytes(t, all.Rows))
@@ -108,7 +108,7 @@ func TestListMaxBytesBoundsThePage(t *testing.T) {
 				after := ""
 				for pages := 0; ; pages++ {
 					require.Less(t, pages, 2*len(all.Rows), "paging does not end")
-					page := mustList(ctx, t, s, ListOptions{Limit: c.limit, MaxBytes: c.maxBytes, After: after})
+					page := call(s.List(ctx, ListOptions{Limit: c.limit, MaxBytes: c.maxBytes, After: after})).must(t)
 					require.NotEmpty(t, page.Rows, "a page holds at least one row")
 					sizes := rowsJSONBytes(t, page.Rows)
 					var total int64

@@ -36,8 +36,8 @@ func BenchmarkListRunPage(b *testing.B) {
 		appendRows(b, s, batch...)
 	}
 	flush(b, s)
-	mustMergeAll(ctx, b, s)
-	base := mustLoadBase(ctx, b, s)
+	call(s.MergeAll(ctx)).must(b)
+	base := call(s.loadBase(ctx)).must(b)
 	if len(base.Runs) != 1 || base.Runs[0].Bytes < 64<<20 {
 		st, _ := s.Stats(ctx)
 		b.Fatalf("want one run of at least 64 MiB, have %d runs of %d bytes in all", len(base.Runs), st.BaseBytes)

@@ -41,7 +41,7 @@ func streamedRunStore(t *testing.T, rows, pad, groupRows, gens int, rb *Budget) 
 		rs = append(rs, keyRow(k, int64(i), padding+k))
 	}
 	seal(t, s, rs...)
-	mustMergeAll(ctx, t, s)
+	call(s.MergeAll(ctx)).must(t)
 	splitRunRowGroups(t, s, int64(groupRows))
 	return s, addPendingGenerations(t, s, rows, 0, gens), m
 }
@@ -65,7 +65,7 @@ func addPendingGenerations(t *testing.T, s *Store, rows, from, n int) (ref *Stor
 		}
 		flush(t, s)
 	}
-	st := mustStats(ctx, t, s)
+	st := call(s.Stats(ctx)).must(t)
 	require.Equal(t, 1, st.Runs)
 	if from+n > 0 {
 		require.Equal(t, from+n, st.Shards[0].PendingGenerations)
@@ -81,7 +81,7 @@ func addPendingGenerations(t *testing.T, s *Store, rows, from, n int) (ref *Stor
 func splitRunRowGroups(t *testing.T, s *Store, groupRows int64) {
 	t.Helper()
 	ctx := context.Background()
-	next := mustLoadBase(ctx, t, s).Next("test: small row groups")
+	next := call(s.loadBase(ctx)).must(t).Next("test: small row groups")
 	for i, r := range next.Runs {
 		f, err := decodeParquet(ctx, getObject(t, s.db.bucket, r.Path), s.codec, r.Path)
 		require.NoError(t, err)
@@ -108,7 +108,7 @@ func splitRunRowGroups(t *testing.T, s *Store, groupRows int64) {
 func firstRunBatches(t *testing.T, s *Store) *runBatches {
 	t.Helper()
 	ctx := context.Background()
-	rb, err := openRunBatches(ctx, nil, getObject(t, s.db.bucket, mustLoadBase(ctx, t, s).Runs[0].Path), s.codec, "run")
+	rb, err := openRunBatches(ctx, nil, getObject(t, s.db.bucket, call(s.loadBase(ctx)).must(t).Runs[0].Path), s.codec, "run")
 	require.NoError(t, err)
 	t.Cleanup(rb.close)
 	return rb
@@ -120,7 +120,7 @@ func listAll(t *testing.T, s *Store, after string, limit int) []ListPage {
 	t.Helper()
 	var pages []ListPage
 	for {
-		page := mustList(context.Background(), t, s, ListOptions{Limit: limit, After: after})
+		page := call(s.List(context.Background(), ListOptions{Limit: limit, After: after})).must(t)
 		pages = append(pages, page)
 		if page.Next == "" {
 			return pages
@@ -182,8 +182,8 @@ func TestListStreamsBaseRunsAsTheWholeDecode(t *testing.T) {
 			}
 			// Cursors anywhere: on a key, between keys, before the first, past the last.
 			for _, after := range []string{"k000000", "k001201", "k002777", "k003998", "a", "k999999"} {
-				want := mustList(context.Background(), t, ref, ListOptions{Limit: 100, After: after})
-				got := mustList(context.Background(), t, s, ListOptions{Limit: 100, After: after})
+				want := call(ref.List(context.Background(), ListOptions{Limit: 100, After: after})).must(t)
+				got := call(s.List(context.Background(), ListOptions{Limit: 100, After: after})).must(t)
 				require.Equal(t, want, got, "after %q", after)
 			}
 			require.Zero(t, rb.Reserved())
@@ -208,9 +208,9 @@ func TestListPageDecodesOnlyTheRowGroupsItNeeds(t *testing.T) {
 
 	for _, after := range []string{"", "k060001", "k119000"} {
 		before := testutil.ToFloat64(m.ReadRunRowsDecoded)
-		got := mustList(ctx, t, s, ListOptions{Limit: 100, After: after})
+		got := call(s.List(ctx, ListOptions{Limit: 100, After: after})).must(t)
 		decoded := int64(testutil.ToFloat64(m.ReadRunRowsDecoded) - before)
-		require.Equal(t, mustList(ctx, t, ref, ListOptions{Limit: 100, After: after}), got)
+		require.Equal(t, call(ref.List(ctx, ListOptions{Limit: 100, After: after})).must(t), got)
 		require.Len(t, got.Rows, 100)
 		t.Logf("after %q: decoded %d of the run's %d rows (%d row groups of 500; batches of %d rows)",
 			after, decoded, rows, groups, batchRows)
@@ -235,7 +235,7 @@ func TestListOverStreamedRunsStaysWithinItsReservation(t *testing.T) {
 	afters := []string{"", "k010001", "k020000", "k030003", "k039990", "k000777"}
 	want := make([]ListPage, len(afters))
 	for i, after := range afters {
-		want[i] = mustList(ctx, t, ref, ListOptions{Limit: 500, After: after})
+		want[i] = call(ref.List(ctx, ListOptions{Limit: 500, After: after})).must(t)
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, 4*len(afters))

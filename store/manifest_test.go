@@ -72,24 +72,24 @@ func TestLoadShardReusesDecodeOfSameVersion(t *testing.T) {
 	shard := db.shard
 
 	seal(t, w, row("a", 1))
-	own := mustLoadShard(ctx, t, w, shard)
+	own := call(w.loadShard(ctx, shard)).must(t)
 	require.Same(t, w.residentWriter().manifest, own, "the publisher keeps what it published as its decode")
 
-	m1 := mustLoadShard(ctx, t, other, shard)
-	require.Same(t, m1, mustLoadShard(ctx, t, other, shard), "same version, same decode")
+	m1 := call(other.loadShard(ctx, shard)).must(t)
+	require.Same(t, m1, call(other.loadShard(ctx, shard)).must(t), "same version, same decode")
 	require.Len(t, m1.Flushed, 1)
 
 	seal(t, w, row("b", 2))
-	m3 := mustLoadShard(ctx, t, other, shard)
+	m3 := call(other.loadShard(ctx, shard)).must(t)
 	require.Equal(t, m1.Version+1, m3.Version, "the storage read finds the newer version")
 	require.Len(t, m3.Flushed, 2)
 	require.Len(t, m1.Flushed, 1, "a decode handed out is never changed")
 
 	// A drain by the other handle: the writer's next read decodes the new version once.
 	require.NoError(t, errOf(other.drain(ctx, shard, []uint64{m3.Flushed[0].Gen})))
-	m4 := mustLoadShard(ctx, t, w, shard)
+	m4 := call(w.loadShard(ctx, shard)).must(t)
 	require.Len(t, m4.Flushed, 1)
-	require.Same(t, m4, mustLoadShard(ctx, t, w, shard))
+	require.Same(t, m4, call(w.loadShard(ctx, shard)).must(t))
 }
 
 // The base manifest goes through the same cache: a committer keeps its draft as the decode
@@ -101,20 +101,20 @@ func TestLoadBaseReusesDecodeOfSameVersion(t *testing.T) {
 	_, w := newGenericStore(t, url, "basecache")
 	other := openGeneric(t, openTestDB(t, url, "w2"), "basecache")
 
-	before := mustLoadBase(ctx, t, other)
+	before := call(other.loadBase(ctx)).must(t)
 	require.Zero(t, before.Version)
 
 	sealGenerations(t, w, 2)
-	res := mustCommit(ctx, t, w, mustPrepare(ctx, t, w, PrepareParams{}))
+	res := call(commitOne(ctx, w, call(w.Prepare(ctx, PrepareParams{})).must(t))).must(t)
 
-	own := mustLoadBase(ctx, t, w)
+	own := call(w.loadBase(ctx)).must(t)
 	require.Equal(t, res.BaseVersion, own.Version)
-	require.Same(t, own, mustLoadBase(ctx, t, w), "the committer reuses its draft")
+	require.Same(t, own, call(w.loadBase(ctx)).must(t), "the committer reuses its draft")
 
-	b1 := mustLoadBase(ctx, t, other)
+	b1 := call(other.loadBase(ctx)).must(t)
 	require.Equal(t, res.BaseVersion, b1.Version, "the storage read finds the new version")
 	require.Len(t, b1.Runs, len(own.Runs))
-	require.Same(t, b1, mustLoadBase(ctx, t, other))
+	require.Same(t, b1, call(other.loadBase(ctx)).must(t))
 	require.Zero(t, before.Version)
 	require.Empty(t, before.Runs, "a decode handed out is never changed")
 }

@@ -175,7 +175,7 @@ func TestMemIterIsASnapshot(t *testing.T) {
 		got = append(got, fmt.Sprintf("%s=%v", it.peek().key, it.peek().r.row.Values[1]))
 	}
 	require.Equal(t, []string{"a=1", "c=1"}, got)
-	require.Equal(t, int64(2), mustGet(ctx, t, s, "c")["n"])
+	require.Equal(t, int64(2), call(s.Get(ctx, "c")).must(t)["n"])
 	if _, err := s.Get(ctx, "zz"); !errors.Is(err, ErrNotFound) {
 		t.Fatal(err)
 	}

@@ -31,10 +31,10 @@ func TestFindingAbortOfARacingLoserReportsThePassOnce(t *testing.T) {
 	require.Error(t, errOf(commitOne(ctx, s, loser)), "the loser's commit fails outright")
 	db.bucket = healthy
 
-	lost := mustAbort(ctx, t, s, loser)
+	lost := call(s.Abort(ctx, loser)).must(t)
 	require.True(t, lost.CommitPresent)
 	require.True(t, lost.CommittedByAnother, "the winner's run holds the pass")
-	won := mustAbort(ctx, t, s, winner)
+	won := call(s.Abort(ctx, winner)).must(t)
 	require.True(t, won.CommitPresent)
 	require.False(t, won.CommittedByAnother, "the retry of the lost reply finds its own run")
 

@@ -97,7 +97,7 @@ func TestAppendsNeverWaitOnAStalledMerge(t *testing.T) {
 			close(g.release)
 			require.NoError(t, <-merged)
 			for i := range 3 {
-				require.EqualValues(t, i, mustGet(ctx, t, s, fmt.Sprintf("during-%d", i))["n"])
+				require.EqualValues(t, i, call(s.Get(ctx, fmt.Sprintf("during-%d", i))).must(t)["n"])
 			}
 		})
 	}

@@ -32,13 +32,13 @@ func TestFindingLargeRowsAmongSmallOnesKeepChunksToTheirBytes(t *testing.T) {
 			rs = append(rs, keyRow(fmt.Sprintf("m%05d", i), int64(g), large))
 		}
 		seal(t, s, rs...)
-		mustMergeAll(ctx, t, s)
+		call(s.MergeAll(ctx)).must(t)
 	}
 	want := bigList(t, s)
 
 	// largestRowGroup is the most value bytes one row group of a run holds, uncompressed.
 	largestRowGroup := func() int64 {
-		base := mustLoadBase(ctx, t, s)
+		base := call(s.loadBase(ctx)).must(t)
 		var most int64
 		for _, r := range base.Runs {
 			pf, err := file.NewParquetReader(bytes.NewReader(getObject(t, db.bucket, r.Path)))
@@ -53,7 +53,7 @@ func TestFindingLargeRowsAmongSmallOnesKeepChunksToTheirBytes(t *testing.T) {
 	slack := 2*int64(len(large)) + 64<<10 // the row that reaches the bound, and encoding
 	require.LessOrEqual(t, largestRowGroup(), int64(mergeChunkBytes)+slack, "a merge's chunk")
 
-	require.True(t, mustCompact(ctx, t, s, CompactParams{MaxRuns: -1}).Committed)
+	require.True(t, call(s.CompactBase(ctx, CompactParams{MaxRuns: -1})).must(t).Committed)
 	require.LessOrEqual(t, largestRowGroup(), int64(compactChunkBytes)+slack, "a compaction's chunk")
 	require.Equal(t, want, bigList(t, s))
 }

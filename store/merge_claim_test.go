@@ -31,25 +31,25 @@ func TestAttemptClaimsDoNotAccumulate(t *testing.T) {
 
 	// A committed attempt leaves no claim, and neither does a late Abort of it.
 	seal(t, s, row("a", 1))
-	p := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "wf/a"})
-	mustCommit(ctx, t, s, p)
+	p := call(s.Prepare(ctx, PrepareParams{AttemptKey: "wf/a"})).must(t)
+	call(commitOne(ctx, s, p)).must(t)
 	require.False(t, claimExists(t, s, p), "commit claim left after a successful commit")
-	require.True(t, mustAbort(ctx, t, s, p).CommitPresent)
+	require.True(t, call(s.Abort(ctx, p)).must(t).CommitPresent)
 	require.False(t, claimExists(t, s, p), "abort of a committed attempt left a claim")
 
 	// An abort below the watermark keeps its claim: it is what refuses a late commit.
 	seal(t, s, row("b", 2))
-	stale := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "wf/b"})
-	mustAbort(ctx, t, s, stale)
+	stale := call(s.Prepare(ctx, PrepareParams{AttemptKey: "wf/b"})).must(t)
+	call(s.Abort(ctx, stale)).must(t)
 	require.True(t, claimExists(t, s, stale), "an abort below the watermark must keep its claim")
 	require.ErrorIs(t, errOf(commitOne(ctx, s, stale)), ErrStalePreparation)
 
 	// Another attempt merges the same generation: the round that moves the watermark past
 	// the aborted range collects the claim (collectSettledClaims), and aborting the stale one
 	// again leaves none either.
-	mustMergeAll(ctx, t, s)
+	call(s.MergeAll(ctx)).must(t)
 	require.False(t, claimExists(t, s, stale), "the round that covered the aborted range left its claim")
-	mustAbort(ctx, t, s, stale)
+	call(s.Abort(ctx, stale)).must(t)
 	require.False(t, claimExists(t, s, stale), "claim kept although no commit of the attempt can publish")
 	require.Equal(t, map[string]int64{"a": 1, "b": 2}, allRows(t, s, SourceBase))
 }
@@ -64,21 +64,21 @@ func TestRetriedPrepareKeepsTheRunOfAClaimedCommit(t *testing.T) {
 	seal(t, s, row("a", 1))
 	seal(t, s, row("b", 2))
 	two, eight := 2, 8
-	old := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "wf/Prepare/run-1/2", MaxGenerations: &two})
+	old := call(s.Prepare(ctx, PrepareParams{AttemptKey: "wf/Prepare/run-1/2", MaxGenerations: &two})).must(t)
 	state, err := s.claim(ctx, old, "commit")
 	require.NoError(t, err)
 	require.Equal(t, "commit", state)
 
 	seal(t, s, row("c", 3))
-	retried := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "wf/Prepare/run-1/2", MaxGenerations: &eight})
+	retried := call(s.Prepare(ctx, PrepareParams{AttemptKey: "wf/Prepare/run-1/2", MaxGenerations: &eight})).must(t)
 	require.Equal(t, uint64(3), retried.Through)
 	require.True(t, onStorage(t, s.db.bucket, old.Staged[0].Path), "the retry deleted the staged run of a claimed commit")
 
 	// The old commit lands; the retry's own commit is then stale, and the rows are whole.
 	publishOnly(t, s, old)
 	require.ErrorIs(t, errOf(commitOne(ctx, s, retried)), ErrStalePreparation)
-	mustAbort(ctx, t, s, retried)
-	mustMergeAll(ctx, t, s)
+	call(s.Abort(ctx, retried)).must(t)
+	call(s.MergeAll(ctx)).must(t)
 	require.Equal(t, map[string]int64{"a": 1, "b": 2, "c": 3}, allRows(t, s, SourceAll))
 }
 
@@ -107,7 +107,7 @@ func TestRetriedPrepareRacingTheOldCommitKeepsLiveRuns(t *testing.T) {
 			seal(t, s, row("a", 1))
 			seal(t, s, row("b", 2))
 			two, eight := 2, 8
-			old := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "wf/Prepare/run-1/2", MaxGenerations: &two})
+			old := call(s.Prepare(ctx, PrepareParams{AttemptKey: "wf/Prepare/run-1/2", MaxGenerations: &two})).must(t)
 			seal(t, s, row("c", 3))
 
 			db2 := openTestDB(t, url, "w2")
@@ -127,17 +127,17 @@ func TestRetriedPrepareRacingTheOldCommitKeepsLiveRuns(t *testing.T) {
 			}
 			require.False(t, armed.Load(), "the old commit ran")
 
-			base := mustLoadBase(ctx, t, s)
+			base := call(s.loadBase(ctx)).must(t)
 			for _, r := range base.Runs {
 				require.True(t, onStorage(t, db1.bucket, r.Path), "the base names run %s, which the retried Prepare deleted", r.Path)
 			}
 			if retried != nil {
 				if _, err := commitOne(ctx, s, retried); err != nil {
 					require.ErrorIs(t, err, ErrStalePreparation)
-					mustAbort(ctx, t, s, retried)
+					call(s.Abort(ctx, retried)).must(t)
 				}
 			}
-			mustMergeAll(ctx, t, s)
+			call(s.MergeAll(ctx)).must(t)
 			require.Equal(t, map[string]int64{"a": 1, "b": 2, "c": 3}, allRows(t, s, SourceAll))
 		})
 	}
@@ -155,7 +155,7 @@ func TestFindingClaimDroppedAfterALostClaimIsNotNotFound(t *testing.T) {
 			url := "file://" + t.TempDir()
 			_, s := newGenericStore(t, url, "dropped")
 			seal(t, s, row("a", 1))
-			p := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "wf/CommitRound/run-1/3"})
+			p := call(s.Prepare(ctx, PrepareParams{AttemptKey: "wf/CommitRound/run-1/3"})).must(t)
 			state, err := s.claim(ctx, p, "commit") // the first execution has claimed
 			require.NoError(t, err)
 			require.Equal(t, "commit", state)

@@ -69,14 +69,14 @@ func TestRoundCommitCollectsAbandonedStagedRuns(t *testing.T) {
 	want := allRows(t, s, SourceAll)
 
 	// Terminated after its Prepare: generation 1, never committed nor aborted.
-	covered := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-a/2", MaxGenerations: intPtr(1)})
+	covered := call(s.Prepare(ctx, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-a/2", MaxGenerations: intPtr(1)})).must(t)
 	require.Equal(t, uint64(1), covered.Through)
 
 	// The next merge prepares generations 1-2 under its own attempt and commits them: the
 	// watermark reaches into the abandoned run's range, so the round deletes it.
-	next := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-b/2", MaxGenerations: intPtr(2)})
+	next := call(s.Prepare(ctx, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-b/2", MaxGenerations: intPtr(2)})).must(t)
 	require.Equal(t, uint64(2), next.Through)
-	rr := mustCommitRound(ctx, t, s, []*PreparedMerge{next})
+	rr := call(s.CommitRound(ctx, []*PreparedMerge{next})).must(t)
 	require.Equal(t, RoundCommitted, rr.Shards[0].Outcome)
 	require.Equal(t, 1, rr.AbandonedStaged)
 	require.False(t, stagedExists(t, s, covered), "the abandoned run of a covered range is deleted")
@@ -93,7 +93,7 @@ func TestRoundCommitCollectsAbandonedStagedRuns(t *testing.T) {
 
 	// Terminated again: generation 3, range open (the watermark is 2). It must survive a
 	// collection, which still costs the one LIST.
-	open := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-c/2", MaxGenerations: intPtr(1)})
+	open := call(s.Prepare(ctx, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-c/2", MaxGenerations: intPtr(1)})).must(t)
 	require.Equal(t, uint64(3), open.Through)
 	ops = counter.count(func() {
 		n, err := s.collectAbandonedStaged(ctx, nil)
@@ -104,13 +104,13 @@ func TestRoundCommitCollectsAbandonedStagedRuns(t *testing.T) {
 	require.True(t, stagedExists(t, s, open), "an open range may still be committed: never collected")
 
 	// Its own commit still publishes it; then a collection deletes nothing.
-	require.Equal(t, RoundCommitted, mustCommit(ctx, t, s, open).Outcome)
+	require.Equal(t, RoundCommitted, call(commitOne(ctx, s, open)).must(t).Outcome)
 	require.True(t, stagedExists(t, s, open))
 
 	// Terminated once more (generation 4), then covered by a commit of the same range under
 	// another attempt: the one collection costs a LIST, the shard directories and one DELETE.
-	lost := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-d/2", MaxGenerations: intPtr(1)})
-	won := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-e/2", MaxGenerations: intPtr(1)})
+	lost := call(s.Prepare(ctx, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-d/2", MaxGenerations: intPtr(1)})).must(t)
+	won := call(s.Prepare(ctx, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-e/2", MaxGenerations: intPtr(1)})).must(t)
 	publishOnly(t, s, won)
 	ops = counter.count(func() {
 		n, err := s.collectAbandonedStaged(ctx, nil)
@@ -126,8 +126,8 @@ func TestRoundCommitCollectsAbandonedStagedRuns(t *testing.T) {
 	want = allRows(t, s, SourceAll)
 	twin := db.Shard()[:8] + "-0000-4000-8000-000000000000"
 	require.NoError(t, db.bucket.Put(ctx, memWALPrefix(s.target)+twin+"/manifest/x", []byte("{}")))
-	lost = mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-f/2", MaxGenerations: intPtr(1)})
-	won = mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-g/2", MaxGenerations: intPtr(1)})
+	lost = call(s.Prepare(ctx, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-f/2", MaxGenerations: intPtr(1)})).must(t)
+	won = call(s.Prepare(ctx, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-g/2", MaxGenerations: intPtr(1)})).must(t)
 	publishOnly(t, s, won)
 	n, err := s.collectAbandonedStaged(ctx, nil)
 	require.NoError(t, err)
@@ -145,12 +145,12 @@ func TestRoundCommitCollectsSettledClaims(t *testing.T) {
 	seal(t, s, row("a", 1))
 	seal(t, s, row("b", 2))
 
-	cancelled := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-a/2", MaxGenerations: intPtr(1)})
-	require.False(t, mustAbort(ctx, t, s, cancelled).CommitPresent)
+	cancelled := call(s.Prepare(ctx, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-a/2", MaxGenerations: intPtr(1)})).must(t)
+	require.False(t, call(s.Abort(ctx, cancelled)).must(t).CommitPresent)
 	require.True(t, claimExists(t, s, cancelled), "an open range keeps its abort claim")
 
-	next := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-b/2", MaxGenerations: intPtr(2)})
-	rr := mustCommitRound(ctx, t, s, []*PreparedMerge{next})
+	next := call(s.Prepare(ctx, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-b/2", MaxGenerations: intPtr(2)})).must(t)
+	rr := call(s.CommitRound(ctx, []*PreparedMerge{next})).must(t)
 	require.Equal(t, RoundCommitted, rr.Shards[0].Outcome)
 	require.Equal(t, 1, rr.SettledClaims)
 	require.False(t, claimExists(t, s, cancelled), "the round that covered the range collected the claim")
@@ -197,7 +197,7 @@ func TestCollectorsSkipForeignKeys(t *testing.T) {
 	s := createGeneric(t, db, "foreign", false)
 	seal(t, s, row("a", 1))
 	seal(t, s, row("b", 2))
-	mustMergeAll(ctx, t, s)
+	call(s.MergeAll(ctx)).must(t)
 
 	hex := strings.Repeat("0", 24)
 	data := []string{
@@ -239,7 +239,7 @@ func TestCollectorsAreBoundedPerRound(t *testing.T) {
 	ctx := context.Background()
 	db, s := newGenericStore(t, fmt.Sprintf("mem://collect-bound-%d", testURLSeq.Add(1)), "bound")
 	seal(t, s, row("a", 1))
-	mustMergeAll(ctx, t, s)
+	call(s.MergeAll(ctx)).must(t)
 	shard := db.Shard()
 	for i := range collectPerRound + 1 {
 		attempt := fmt.Sprintf("gone-%d", i)
@@ -265,11 +265,11 @@ func TestCollectorKeepsQuarantinedRuns(t *testing.T) {
 	db := openTestDB(t, newMemURL(), "w1")
 	s := createGeneric(t, db, "collectq", false)
 	seal(t, s, row("a", 1))
-	mustMergeAll(ctx, t, s)
-	base := mustLoadBase(ctx, t, s)
+	call(s.MergeAll(ctx)).must(t)
+	base := call(s.loadBase(ctx)).must(t)
 	require.Len(t, base.Runs, 1)
 	run := base.Runs[0].Path
-	mustQuarantine(ctx, t, s, run, "operator: bad disk")
+	call(s.Quarantine(ctx, run, "operator: bad disk")).must(t)
 
 	seal(t, s, row("b", 2))
 	_, err := s.MergeAll(ctx) // a round commit that moves the watermark, and collects

@@ -84,7 +84,7 @@ func TestMergeReadsKeepThePrefixWhateverTheReadOrder(t *testing.T) {
 		}
 		seal(t, s, rs...)
 	}
-	gens := mustLoadShard(ctx, t, s, db.shard).PendingAbove(0)
+	gens := call(s.loadShard(ctx, db.shard)).must(t).PendingAbove(0)
 	require.Len(t, gens, 3)
 	db.bucket = db.bucket.WithFaults(objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
 		if op == objstore.OpGet && key == gens[0].Path {

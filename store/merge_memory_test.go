@@ -44,7 +44,7 @@ func mergeTestStore(t *testing.T, gens, rows, payload int, tweak ...func(*Option
 			}
 			batch = append(batch, keyRow(k, int64(g*rows+i), string(p)))
 		}
-		mustAppend(ctx, t, s, batch)
+		call(s.Append(ctx, batch)).must(t)
 		flush(t, s)
 	}
 	return s, db
@@ -54,7 +54,7 @@ func TestPrepareReservesFootprintBeforeReading(t *testing.T) {
 	ctx := context.Background()
 	budget := NewBudget(0) // unlimited, but it still counts what merges reserve
 	s, _ := mergeTestStore(t, 4, 300, 100, func(o *Options) { o.Budget = budget; o.MergeMaxBytes = 0; o.MergeMaxGenerations = 0 })
-	sm := mustLoadShard(ctx, t, s, s.db.shard)
+	sm := call(s.loadShard(ctx, s.db.shard)).must(t)
 	var input int64
 	for _, g := range sm.Flushed {
 		input += g.Bytes
@@ -73,7 +73,7 @@ func TestPrepareReservesFootprintBeforeReading(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, mergeFootprint(p.Bytes), p.Bytes+int64(mergeOverheadBytes))
 	require.Zero(t, budget.Reserved(), "released when prepare returns")
-	mustCommit(ctx, t, s, p)
+	call(commitOne(ctx, s, p)).must(t)
 }
 
 func TestPrepareConcurrentReadsReportFirstFailingGeneration(t *testing.T) {
@@ -98,9 +98,9 @@ func TestPrepareConcurrentReadsReportFirstFailingGeneration(t *testing.T) {
 
 	// Nothing staged, nothing drained: a retry without the fault merges everything.
 	db.bucket = db.bucket.WithFaults(nil)
-	p := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "ok"})
+	p := call(s.Prepare(ctx, PrepareParams{AttemptKey: "ok"})).must(t)
 	require.Len(t, p.Generations, 6)
-	res := mustCommit(ctx, t, s, p)
+	res := call(commitOne(ctx, s, p)).must(t)
 	require.Equal(t, 6, res.Reclaimed)
 	require.Equal(t, 6, res.Deleted, "merged generation files deleted (concurrently) after the drain")
 	require.Empty(t, listKeys(t, db.bucket, genPrefix(s.target, db.shard)))

@@ -23,7 +23,7 @@ func TestPrepareRacingAnotherAttemptsCommitIsRetryable(t *testing.T) {
 	w := f.writers[0]
 	shard := w.db.Shard()
 	two := 2
-	a := mustPrepare(ctx, t, w, PrepareParams{AttemptKey: "run-a/1", MaxGenerations: &two})
+	a := call(w.Prepare(ctx, PrepareParams{AttemptKey: "run-a/1", MaxGenerations: &two})).must(t)
 
 	// Run B's Prepare (on the shared worker's store) has planned when run A's commit lands.
 	var once sync.Once
@@ -42,7 +42,7 @@ func TestPrepareRacingAnotherAttemptsCommitIsRetryable(t *testing.T) {
 	require.NotErrorIs(t, err, ErrNotFound, "a permanent failure of the shard for its run")
 
 	// The retry prepares what is left.
-	b := mustPrepare(ctx, t, f.committer, PrepareParams{Shard: shard, AttemptKey: "run-b/1"})
+	b := call(f.committer.Prepare(ctx, PrepareParams{Shard: shard, AttemptKey: "run-b/1"})).must(t)
 	require.NotNil(t, b)
 	require.Equal(t, []uint64{3}, b.Generations)
 }

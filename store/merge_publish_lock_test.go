@@ -48,7 +48,7 @@ func TestCommitLockHoldIsIndependentOfMergeSize(t *testing.T) {
 					}
 				}
 				flush(t, s)
-				res := mustCommitRound(ctx, t, s, []*PreparedMerge{mustPrepare(ctx, t, s, PrepareParams{})})
+				res := call(s.CommitRound(ctx, []*PreparedMerge{call(s.Prepare(ctx, PrepareParams{})).must(t)})).must(t)
 				require.Equal(t, RoundCommitted, res.Shards[0].Outcome)
 				holds = append(holds, res.LockHold)
 			}

@@ -29,14 +29,6 @@ func commitOne(ctx context.Context, s *Store, p *PreparedMerge) (RoundShardResul
 	return rr.Shards[0], err
 }
 
-// mustCommit is commitOne of p, which must not fail.
-func mustCommit(ctx context.Context, t testing.TB, s *Store, p *PreparedMerge) RoundShardResult {
-	t.Helper()
-	res, err := commitOne(ctx, s, p)
-	require.NoError(t, err)
-	return res
-}
-
 // publishOnly claims and publishes p without finishing it: the state a crash between a
 // commit's publish and its drain leaves.
 func publishOnly(t *testing.T, s *Store, p *PreparedMerge) {
@@ -92,7 +84,7 @@ func (f *roundFixture) commitAhead(t *testing.T, i int) {
 	t.Helper()
 	ctx := context.Background()
 	one := 1
-	other := mustPrepare(ctx, t, f.writers[i], PrepareParams{AttemptKey: "other/1", MaxGenerations: &one})
+	other := call(f.writers[i].Prepare(ctx, PrepareParams{AttemptKey: "other/1", MaxGenerations: &one})).must(t)
 	require.NoError(t, errOf(commitOne(ctx, f.writers[i], other)))
 }
 
@@ -100,7 +92,7 @@ func (f *roundFixture) prepareAll(t *testing.T, attempt string) []*PreparedMerge
 	t.Helper()
 	var ps []*PreparedMerge
 	for i, s := range f.writers {
-		p := mustPrepare(context.Background(), t, s, PrepareParams{AttemptKey: fmt.Sprintf("%s/%d", attempt, i)})
+		p := call(s.Prepare(context.Background(), PrepareParams{AttemptKey: fmt.Sprintf("%s/%d", attempt, i)})).must(t)
 		require.NotNil(t, p)
 		ps = append(ps, p)
 	}
@@ -116,7 +108,7 @@ func (f *roundFixture) requireConverged(t *testing.T) {
 	s := f.writers[0]
 	require.Equal(t, f.want, allRows(t, s, SourceAll))
 	require.Equal(t, f.want, allRows(t, s, SourceBase))
-	base := mustLoadBase(ctx, t, s)
+	base := call(s.loadBase(ctx)).must(t)
 	// Each shard's generations 1..watermark are covered by exactly one merged run each: none
 	// is folded twice, none skipped.
 	covered := map[string][][2]uint64{}
@@ -186,10 +178,10 @@ func TestCommitRoundPublishesSeveralShardsInOneVersion(t *testing.T) {
 			ps := f.prepareAll(t, "wf/round-1")
 			require.NotEmpty(t, listKeys(t, f.committer.db.bucket, demandShardPrefix(f.committer.target, f.writers[0].db.Shard())), "the seals wrote demand records")
 
-			res := mustCommitRound(ctx, t, f.committer, ps)
+			res := call(f.committer.CommitRound(ctx, ps)).must(t)
 			require.EqualValues(t, 1, res.BaseVersion, "one base version for the whole round")
 			require.Equal(t, []string{"committed", "committed", "committed", "committed", "committed"}, outcomes(res))
-			base := mustLoadBase(ctx, t, f.committer)
+			base := call(f.committer.loadBase(ctx)).must(t)
 			require.EqualValues(t, 1, base.Version)
 			require.Len(t, base.Runs, 5)
 			for i, w := range f.writers {
@@ -211,7 +203,7 @@ func TestCommitRoundPublishesSeveralShardsInOneVersion(t *testing.T) {
 			// committed and publishes nothing. It still reports each pass's generations as
 			// reclaimed: when the first attempt's reply was lost, the retry's is the only one
 			// the workflow sees.
-			again := mustCommitRound(ctx, t, f.committer, ps)
+			again := call(f.committer.CommitRound(ctx, ps)).must(t)
 			require.Zero(t, again.BaseVersion)
 			requireEveryShard(t, again, RoundAlreadyCommitted, 1)
 			for i := range again.Shards {
@@ -236,12 +228,12 @@ func TestCommitRoundLeavesStaleShardsOut(t *testing.T) {
 	require.NoError(t, errOf(f.writers[2].claim(ctx, ps[2], "abort")))
 	require.NoError(t, f.writers[3].db.bucket.Delete(ctx, ps[3].Staged[0].Path))
 
-	res := mustCommitRound(ctx, t, f.committer, ps)
+	res := call(f.committer.CommitRound(ctx, ps)).must(t)
 	require.Equal(t, []string{"committed", "stale", "stale", "stale"}, outcomes(res))
 	require.Contains(t, res.Shards[1].Reason, "watermark 1 inside prepared range 1..3")
 	require.Contains(t, res.Shards[2].Reason, "was aborted")
 	require.Contains(t, res.Shards[3].Reason, "is missing")
-	base := mustLoadBase(ctx, t, f.committer)
+	base := call(f.committer.loadBase(ctx)).must(t)
 	require.EqualValues(t, 3, base.Watermarks[f.writers[0].db.Shard()])
 	require.EqualValues(t, 1, base.Watermarks[f.writers[1].db.Shard()])
 	require.Zero(t, base.Watermarks[f.writers[2].db.Shard()])
@@ -254,7 +246,7 @@ func TestCommitRoundLeavesStaleShardsOut(t *testing.T) {
 		require.NoError(t, err, "shard %d", i)
 		require.False(t, ar.CommitPresent)
 	}
-	mustMergeAll(ctx, t, f.writers[0])
+	call(f.writers[0].MergeAll(ctx)).must(t)
 	f.requireConverged(t)
 }
 
@@ -309,7 +301,7 @@ func TestCommitRoundCrashPoints(t *testing.T) {
 			require.ErrorIs(t, errOf(f.committer.CommitRound(ctx, ps)), injected)
 			f.faults.Store(nil)
 
-			base := mustLoadBase(ctx, t, f.writers[0])
+			base := call(f.writers[0].loadBase(ctx)).must(t)
 			if tc.published {
 				require.EqualValues(t, 1, base.Version)
 			} else {
@@ -318,7 +310,7 @@ func TestCommitRoundCrashPoints(t *testing.T) {
 			require.Equal(t, f.want, allRows(t, f.writers[0], SourceAll), "reads right after the crash")
 
 			// The activity's retry: same input.
-			res := mustCommitRound(ctx, t, f.committer, ps)
+			res := call(f.committer.CommitRound(ctx, ps)).must(t)
 			outcome := RoundCommitted
 			if tc.published {
 				outcome = RoundAlreadyCommitted
@@ -336,7 +328,7 @@ func TestCommitRoundCompensationCrash(t *testing.T) {
 	ps := f.prepareAll(t, "wf/round-1")
 	f.commitAhead(t, 1)
 
-	require.Equal(t, []string{"committed", "stale"}, outcomes(mustCommitRound(ctx, t, f.committer, ps)))
+	require.Equal(t, []string{"committed", "stale"}, outcomes(call(f.committer.CommitRound(ctx, ps)).must(t)))
 
 	injected := errors.New("injected crash")
 	ff := failOn(injected, func(op, key string) bool {
@@ -351,8 +343,8 @@ func TestCommitRoundCompensationCrash(t *testing.T) {
 	require.False(t, onStorage(t, f.committer.db.bucket, ps[1].Staged[0].Path), "collected by the round that covered its range")
 	require.Equal(t, f.want, allRows(t, f.writers[0], SourceAll))
 
-	require.Equal(t, 1, mustAbort(ctx, t, f.committer, ps[1]).Deleted)
-	mustMergeAll(ctx, t, f.writers[0])
+	require.Equal(t, 1, call(f.committer.Abort(ctx, ps[1])).must(t).Deleted)
+	call(f.writers[0].MergeAll(ctx)).must(t)
 	f.requireConverged(t)
 }
 
@@ -370,7 +362,7 @@ func TestCommitRoundRejectsBadInput(t *testing.T) {
 	bad := *ps[1]
 	bad.Staged = []StagedFile{{Path: "elsewhere/x.parquet"}}
 	require.ErrorIs(t, errOf(f.committer.CommitRound(ctx, []*PreparedMerge{ps[0], &bad})), ErrInvalidInput)
-	require.Zero(t, mustLoadBase(ctx, t, f.committer).Version, "bad input writes nothing")
+	require.Zero(t, call(f.committer.loadBase(ctx)).must(t).Version, "bad input writes nothing")
 	require.False(t, claimExists(t, f.committer, ps[0]))
 }
 

@@ -16,9 +16,9 @@ func TestRepairFinishesAnInterruptedCommit(t *testing.T) {
 	db, s := newGenericStore(t, fmt.Sprintf("mem://repair-%d", testURLSeq.Add(1)), "repair")
 	sealGenerations(t, s, 3)
 	want := allRows(t, s, SourceAll)
-	publishOnly(t, s, mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "wf/1"}))
+	publishOnly(t, s, call(s.Prepare(ctx, PrepareParams{AttemptKey: "wf/1"})).must(t))
 
-	require.Nil(t, mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "wf/2"}), "nothing above the watermark")
+	require.Nil(t, call(s.Prepare(ctx, PrepareParams{AttemptKey: "wf/2"})).must(t), "nothing above the watermark")
 	require.Len(t, genFilesOnDisk(t, s, db.Shard()), 3, "Prepare repairs nothing")
 
 	res, err := s.Repair(ctx, RepairParams{})
@@ -46,7 +46,7 @@ func TestFindingMergeStoppedAfterItsPublishIsFinishedByTheReconcile(t *testing.T
 	sealGenerations(t, s, 3)
 	want := allRows(t, s, SourceAll)
 	shard := db.Shard()
-	p := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "merge-wal/generic/stopped/Prepare/run/1"})
+	p := call(s.Prepare(ctx, PrepareParams{AttemptKey: "merge-wal/generic/stopped/Prepare/run/1"})).must(t)
 	publishOnly(t, s, p) // the run was stopped here: no finish, no retry
 	claims := func() int {
 		objs, err := s.db.bucket.List(ctx, claimPrefix(s.target, shard))

@@ -24,7 +24,7 @@ func mergedStore(t *testing.T, url string) (*DB, *Store, *Metrics) {
 	db, m, _ := foreignDB(t, url, "w1")
 	s := createGeneric(t, db, "oc", false)
 	seal(t, s, row("a", 1), row("b", 2))
-	mustMergeAll(context.Background(), t, s)
+	call(s.MergeAll(context.Background())).must(t)
 	seal(t, s, row("c", 3))
 	return db, s, m
 }
@@ -52,14 +52,14 @@ func requireReadsCorrupt(t *testing.T, url, key string) {
 func requireCompactCorrupt(t *testing.T, s *Store) {
 	t.Helper()
 	ctx := context.Background()
-	mustMergeAll(ctx, t, s)
+	call(s.MergeAll(ctx)).must(t)
 	require.ErrorIs(t, errOf(s.CompactBase(ctx, CompactParams{MaxRuns: -1})), ErrCorrupt)
 }
 
 func editBase(t *testing.T, s *Store, edit func(*manifest.Base)) {
 	t.Helper()
 	ctx := context.Background()
-	next := mustLoadBase(ctx, t, s).Next("test")
+	next := call(s.loadBase(ctx)).must(t).Next("test")
 	edit(next)
 	require.NoError(t, s.publishBase(ctx, next))
 }
@@ -169,11 +169,11 @@ func TestGenerationFilesFitTheirReadLimit(t *testing.T) {
 					batch[r] = Row{Key: vals[0].(string), Values: vals}
 				}
 				seal(t, s, batch...)
-				g := mustLoadShard(ctx, t, s, db.Shard()).Flushed[0]
+				g := call(s.loadShard(ctx, db.Shard())).must(t).Flushed[0]
 				data := getObject(t, db.bucket, g.Path)
 				require.LessOrEqual(t, int64(len(data)), s.genFileLimit(g.Bytes),
 					"file %d bytes, record %d bytes", len(data), g.Bytes)
-				mustGet(ctx, t, s, "k0000")
+				call(s.Get(ctx, "k0000")).must(t)
 			})
 		}
 	}

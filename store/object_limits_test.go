@@ -79,7 +79,7 @@ func TestFindingOversizedManifestVersionIsRefused(t *testing.T) {
 	lower := func(o *Options) { o.maxManifestBytes = limit }
 	w := openTestDB(t, url, "w", lower)
 	s := createGeneric(t, w, "big", false)
-	mustAppend(ctx, t, s, []Row{{Key: "a", Values: []any{"a", int64(1), "x"}}})
+	call(s.Append(ctx, []Row{{Key: "a", Values: []any{"a", int64(1), "x"}}})).must(t)
 	flush(t, s)
 
 	// The next base version, valid JSON one byte over the limit.

@@ -40,7 +40,7 @@ func TestFindingAPanicInTheWALCommitterFailsItsAppends(t *testing.T) {
 	db := openTestDB(t, fmt.Sprintf("mem://panic-commit-%d", testURLSeq.Add(1)), "w")
 	db.bucket = db.bucket.WithFaults(panicOn(objstore.OpPutIfAbsent, "/wal/", &armed))
 	s := createGeneric(t, db, "panics", false)
-	mustAppend(ctx, t, s, []Row{{Key: "a", Values: []any{"a", int64(1), "x"}}})
+	call(s.Append(ctx, []Row{{Key: "a", Values: []any{"a", int64(1), "x"}}})).must(t)
 
 	before := RecoveredPanics()
 	armed.Store(true)
@@ -51,7 +51,7 @@ func TestFindingAPanicInTheWALCommitterFailsItsAppends(t *testing.T) {
 	require.Contains(t, string(pe.Stack), "walGroupCommit")
 	require.Equal(t, before+1, RecoveredPanics())
 
-	mustAppend(ctx, t, s, []Row{{Key: "c", Values: []any{"c", int64(3), "x"}}})
+	call(s.Append(ctx, []Row{{Key: "c", Values: []any{"c", int64(3), "x"}}})).must(t)
 	for _, k := range []string{"a", "c"} {
 		require.NoError(t, errOf(s.Get(ctx, k)), k)
 	}
@@ -65,7 +65,7 @@ func TestFindingAPanicInAReadGoroutineFailsTheRead(t *testing.T) {
 	url := fmt.Sprintf("mem://panic-read-%d", testURLSeq.Add(1))
 	w := openTestDB(t, url, "w")
 	s := createGeneric(t, w, "panics", false)
-	mustAppend(ctx, t, s, []Row{{Key: "a", Values: []any{"a", int64(1), "x"}}})
+	call(s.Append(ctx, []Row{{Key: "a", Values: []any{"a", int64(1), "x"}}})).must(t)
 	flush(t, s)
 
 	r := openTestDB(t, url, "r")
@@ -76,7 +76,7 @@ func TestFindingAPanicInAReadGoroutineFailsTheRead(t *testing.T) {
 	var pe *PanicError
 	require.ErrorAs(t, err, &pe)
 	require.False(t, errors.Is(err, ErrCorrupt) || errors.Is(err, ErrNotFound), "a panic carries no mark: %v", err)
-	require.Len(t, mustList(ctx, t, rs, ListOptions{Source: SourceAll, Limit: 10}).Rows, 1)
+	require.Len(t, call(rs.List(ctx, ListOptions{Source: SourceAll, Limit: 10})).must(t).Rows, 1)
 }
 
 // A panic while the WAL committer held the writer's mutex (its clock, or the memtable's add)
@@ -96,7 +96,7 @@ func TestFindingAPanicUnderTheWritersMutexFailsItsAppends(t *testing.T) {
 		}
 	})
 	s := createGeneric(t, db, "panics", false)
-	mustAppend(ctx, t, s, []Row{{Key: "a", Values: []any{"a", int64(1), "x"}}})
+	call(s.Append(ctx, []Row{{Key: "a", Values: []any{"a", int64(1), "x"}}})).must(t)
 
 	armed.Store(true)
 	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -118,7 +118,7 @@ func TestFindingAPanicInTheMemtableAddLeavesNoHalfBatch(t *testing.T) {
 	ctx := context.Background()
 	db := openTestDB(t, fmt.Sprintf("mem://panic-add-%d", testURLSeq.Add(1)), "w")
 	s := createGeneric(t, db, "panics", false)
-	mustAppend(ctx, t, s, []Row{{Key: "a", Values: []any{"a", int64(1), "x"}}})
+	call(s.Append(ctx, []Row{{Key: "a", Values: []any{"a", int64(1), "x"}}})).must(t)
 
 	var armed atomic.Bool
 	w, err := s.writer(ctx)
@@ -148,6 +148,6 @@ func TestFindingAPanicInTheMemtableAddLeavesNoHalfBatch(t *testing.T) {
 	require.Equal(t, map[string]int64{"a": 1}, allRows(t, s, SourceAll))
 
 	// The next append claims the shard and replays the whole batch from the WAL.
-	mustAppend(ctx, t, s, []Row{{Key: "d", Values: []any{"d", int64(4), "x"}}})
+	call(s.Append(ctx, []Row{{Key: "d", Values: []any{"d", int64(4), "x"}}})).must(t)
 	require.Equal(t, map[string]int64{"a": 1, "b": 2, "c": 3, "d": 4}, allRows(t, s, SourceAll))
 }

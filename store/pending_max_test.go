@@ -48,7 +48,7 @@ func TestPendingMaxBoundsEveryWrite(t *testing.T) {
 		}
 		wg.Wait()
 		require.Equal(t, 16, refused)
-		require.Equal(t, limit, mustStats(ctx, t, s).TotalPending(), "the writers stop exactly at the limit")
+		require.Equal(t, limit, call(s.Stats(ctx)).must(t).TotalPending(), "the writers stop exactly at the limit")
 		require.Equal(t, limit, s.OwnPending())
 		require.ErrorIs(t, s.Delete(ctx, "g00-000"), ErrTooManyPending)
 		require.NoError(t, errOf(s.List(ctx, ListOptions{})), "a shard at the limit is still readable")
@@ -82,7 +82,7 @@ func TestPendingMaxBoundsEveryWrite(t *testing.T) {
 		res := flush(t, s)
 		require.False(t, res.Sealed)
 		require.Equal(t, 1, res.Pending)
-		require.Equal(t, int64(1), mustGet(ctx, t, s, "b")["n"])
+		require.Equal(t, int64(1), call(s.Get(ctx, "b")).must(t)["n"])
 		db.opts.PendingMax = limit
 		require.True(t, flush(t, s).Sealed)
 	})
@@ -179,13 +179,13 @@ func TestFindingBaseListOfAStoreInDebtIsNotRefused(t *testing.T) {
 	url := "mem://" + t.Name()
 	_, s := newGenericStore(t, url, "debt")
 	seal(t, s, row("a", 1))
-	mustMergeAll(ctx, t, s)
+	call(s.MergeAll(ctx)).must(t)
 	seal(t, s, row("b", 2))
 	seal(t, s, row("c", 3))
 	rdb := openTestDB(t, url, "reader", func(o *Options) { o.PendingMax = 1 })
 	r := openGeneric(t, rdb, "debt")
 	require.ErrorIs(t, errOf(r.List(ctx, ListOptions{})), ErrTooManyPending, "a read of the pending rows is refused")
-	page := mustList(ctx, t, r, ListOptions{Source: SourceBase})
+	page := call(r.List(ctx, ListOptions{Source: SourceBase})).must(t)
 	require.Len(t, page.Rows, 1)
 	require.Equal(t, "a", page.Rows[0]["id"])
 }

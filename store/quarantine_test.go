@@ -16,7 +16,7 @@ func TestQuarantineDamagedGenerationUnblocksTheShard(t *testing.T) {
 	appendRows(t, s, row("b", 2), row("c", 2)) // the generation that gets damaged
 	flush(t, s)
 	seal(t, s, row("d", 3))
-	sm := mustLoadShard(ctx, t, s, db.Shard())
+	sm := call(s.loadShard(ctx, db.Shard())).must(t)
 	require.Len(t, sm.Flushed, 3)
 	bad := sm.Flushed[1].Path
 	require.NoError(t, db.bucket.Put(ctx, bad, []byte("not an arrow file")))
@@ -29,27 +29,27 @@ func TestQuarantineDamagedGenerationUnblocksTheShard(t *testing.T) {
 	require.ErrorIs(t, errOf(s.Quarantine(ctx, "generic/q/../other/x", "r")), ErrInvalidInput)
 	require.ErrorIs(t, errOf(s.Quarantine(ctx, "generic/q/_mem_wal/"+db.Shard()+"/gen/99-1.arrow", "r")), ErrNotFound)
 
-	res := mustQuarantine(ctx, t, s, bad, "checksum mismatch, backup lost")
+	res := call(s.Quarantine(ctx, bad, "checksum mismatch, backup lost")).must(t)
 	require.Equal(t, "generation", res.Kind)
 	require.EqualValues(t, 2, res.Generation)
 	require.EqualValues(t, 2, res.Rows)
-	require.True(t, mustQuarantine(ctx, t, s, bad, "again").AlreadyQuarantined)
+	require.True(t, call(s.Quarantine(ctx, bad, "again")).must(t).AlreadyQuarantined)
 
-	st := mustStats(ctx, t, s)
+	st := call(s.Stats(ctx)).must(t)
 	require.Equal(t, 1, st.Quarantined)
 	require.Equal(t, 2, st.TotalPending())
 	// The rows only the damaged generation held are gone from reads (b falls back to its
 	// older version); everything else is intact, and merging runs to the end.
 	require.Equal(t, map[string]int64{"a": 1, "b": 1, "d": 3}, allRows(t, s, SourceAll))
-	mustMergeAll(ctx, t, s)
-	st = mustStats(ctx, t, s)
+	call(s.MergeAll(ctx)).must(t)
+	st = call(s.Stats(ctx)).must(t)
 	require.Zero(t, st.TotalPending())
 	require.Equal(t, map[string]int64{"a": 1, "b": 1, "d": 3}, allRows(t, s, SourceBase))
 	require.True(t, onStorage(t, db.bucket, bad), "clean-up after the merge must not delete a quarantined object")
 
 	// New appends and merges go on as usual.
 	seal(t, s, row("c", 4))
-	mustMergeAll(ctx, t, s)
+	call(s.MergeAll(ctx)).must(t)
 	require.Equal(t, map[string]int64{"a": 1, "b": 1, "c": 4, "d": 3}, allRows(t, s, SourceBase))
 }
 
@@ -59,8 +59,8 @@ func TestQuarantineDamagedRunUnblocksReadsAndCompaction(t *testing.T) {
 	for i, k := range []string{"a", "b", "c"} {
 		seal(t, s, row(k, int64(i+1)))
 	}
-	mustMergeAll(ctx, t, s)
-	base := mustLoadBase(ctx, t, s)
+	call(s.MergeAll(ctx)).must(t)
+	base := call(s.loadBase(ctx)).must(t)
 	require.Len(t, base.Runs, 3)
 	bad := base.Runs[1].Path
 	require.NoError(t, db.bucket.Put(ctx, bad, []byte("garbage")))
@@ -68,11 +68,11 @@ func TestQuarantineDamagedRunUnblocksReadsAndCompaction(t *testing.T) {
 	require.ErrorIs(t, errOf(s.List(ctx, ListOptions{Source: SourceBase})), ErrCorrupt)
 	require.ErrorIs(t, errOf(s.CompactBase(ctx, CompactParams{MaxRuns: -1})), ErrCorrupt)
 
-	require.Equal(t, "run", mustQuarantine(ctx, t, s, bad, "disk returned garbage").Kind)
+	require.Equal(t, "run", call(s.Quarantine(ctx, bad, "disk returned garbage")).must(t).Kind)
 	require.Equal(t, map[string]int64{"a": 1, "c": 3}, allRows(t, s, SourceBase))
-	require.True(t, mustCompact(ctx, t, s, CompactParams{MaxRuns: -1}).Committed)
+	require.True(t, call(s.CompactBase(ctx, CompactParams{MaxRuns: -1})).must(t).Committed)
 	require.Equal(t, map[string]int64{"a": 1, "c": 3}, allRows(t, s, SourceBase))
-	st := mustStats(ctx, t, s)
+	st := call(s.Stats(ctx)).must(t)
 	require.Equal(t, 1, st.Quarantined)
 	require.Equal(t, 1, st.Runs)
 	require.True(t, onStorage(t, db.bucket, bad), "compaction must not delete a quarantined run")
@@ -88,13 +88,13 @@ func TestLateMergeStepsKeepAQuarantinedRun(t *testing.T) {
 			db := openTestDB(t, newMemURL(), "w1")
 			s := createGeneric(t, db, "lq", false)
 			seal(t, s, row("a", 1))
-			p := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "wf/lq"})
-			mustCommitRound(ctx, t, s, []*PreparedMerge{p})
-			mustQuarantine(ctx, t, s, p.Staged[0].Path, "operator: bad disk")
+			p := call(s.Prepare(ctx, PrepareParams{AttemptKey: "wf/lq"})).must(t)
+			call(s.CommitRound(ctx, []*PreparedMerge{p})).must(t)
+			call(s.Quarantine(ctx, p.Staged[0].Path, "operator: bad disk")).must(t)
 			if late == "abort" {
-				require.True(t, mustAbort(ctx, t, s, p).CommitPresent)
+				require.True(t, call(s.Abort(ctx, p)).must(t).CommitPresent)
 			} else {
-				mustCommitRound(ctx, t, s, []*PreparedMerge{p})
+				call(s.CommitRound(ctx, []*PreparedMerge{p})).must(t)
 			}
 			require.True(t, onStorage(t, db.bucket, p.Staged[0].Path), "a quarantined run stays on storage")
 		})

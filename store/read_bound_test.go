@@ -34,7 +34,7 @@ func boundedReadStore(t *testing.T, gens int, tweak ...func(*Options)) (*Store, 
 			batch = append(batch, row(k, n))
 			want[k] = n
 		}
-		mustAppend(ctx, t, s, batch)
+		call(s.Append(ctx, batch)).must(t)
 		if g%5 == 4 {
 			k := fmt.Sprintf("k%04d", rng.IntN(boundedReadKeys))
 			require.NoError(t, s.Delete(ctx, k))
@@ -63,13 +63,13 @@ func testBoundedReads(t *testing.T, cacheBytes int64) {
 			o.CacheBytes = cacheBytes
 		}
 	})
-	require.Greater(t, mustStats(ctx, t, s).Shards[0].PendingGenerations, readFanIn, "more generations than one group")
+	require.Greater(t, call(s.Stats(ctx)).must(t).Shards[0].PendingGenerations, readFanIn, "more generations than one group")
 
 	for _, limit := range []int{1, 7, 100, 10000} {
 		require.Equal(t, want, listInKeyOrder(t, s, limit), "limit %d", limit)
 	}
 	for k, n := range want {
-		require.Equal(t, n, mustGet(ctx, t, s, k)["n"], k)
+		require.Equal(t, n, call(s.Get(ctx, k)).must(t)["n"], k)
 	}
 	require.ErrorIs(t, errOf(s.Get(ctx, "k9999")), ErrNotFound)
 	require.Zero(t, rb.Reserved(), "reads release the read budget")
@@ -141,5 +141,5 @@ func TestReadBudgetBusy(t *testing.T) {
 	require.ErrorIs(t, err, ErrBudgetBusy, "a read that cannot fit waits briefly, then is refused")
 	require.Less(t, time.Since(start), readBudgetWait+30*time.Second, "refused after its brief wait, not held until the budget frees")
 	held.Release()
-	mustList(ctx, t, s, ListOptions{})
+	call(s.List(ctx, ListOptions{})).must(t)
 }

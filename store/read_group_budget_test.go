@@ -232,7 +232,7 @@ func checkRetrySlackIsKeptForTheCachedRun(t *testing.T, url string) {
 		rs = append(rs, keyRow(fmt.Sprintf("r%04d", i), int64(i), compressiblePad))
 	}
 	seal(t, s, rs...)
-	mustMergeAll(ctx, t, s)
+	call(s.MergeAll(ctx)).must(t)
 	sealPackedGenerations(t, s, 9)
 	snap, err := s.snapshot(ctx, true)
 	require.NoError(t, err)

@@ -41,7 +41,7 @@ func TestGetFromRunsPagedByRowGroups(t *testing.T) {
 			rs = append(rs, keyRow(k, int64(g*rows+i), pad))
 		}
 		seal(t, s, rs...)
-		mustMergeAll(ctx, t, s)
+		call(s.MergeAll(ctx)).must(t)
 	}
 	// One WAL write of the tombstones, where a Delete each made 1,286 of them.
 	var dead []string
@@ -50,8 +50,8 @@ func TestGetFromRunsPagedByRowGroups(t *testing.T) {
 	}
 	deleteKeys(t, s, dead...)
 	flush(t, s)
-	mustMergeAll(ctx, t, s)
-	base := mustLoadBase(ctx, t, s)
+	call(s.MergeAll(ctx)).must(t)
+	base := call(s.loadBase(ctx)).must(t)
 	require.GreaterOrEqual(t, len(base.Runs), 2)
 	r, err := openRunBatches(ctx, nil, getObject(t, db.bucket, base.Runs[0].Path), s.codec, "run")
 	require.NoError(t, err)
@@ -135,7 +135,7 @@ func TestFindingCompressibleRunIsStreamedNotDecodedWholeOnEveryRead(t *testing.T
 	runtime.ReadMemStats(&before)
 	for i := 0; i < 4; i++ {
 		k := fmt.Sprintf("k%06d", i*2000+7)
-		got := mustGet(ctx, t, s, k)
+		got := call(s.Get(ctx, k)).must(t)
 		require.Equal(t, k, got["id"])
 		require.Equal(t, compressiblePad, got["s"])
 	}
@@ -143,7 +143,7 @@ func TestFindingCompressibleRunIsStreamedNotDecodedWholeOnEveryRead(t *testing.T
 	t.Logf("run of %d bytes, %d decoded; four Gets allocated %d bytes", run.Bytes, whole.bytes, after.TotalAlloc-before.TotalAlloc)
 	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(whole.bytes),
 		"four Gets allocated more on the Go heap than one whole decode of the run holds")
-	page := mustList(ctx, t, s, ListOptions{Limit: 3, After: "k004000"})
+	page := call(s.List(ctx, ListOptions{Limit: 3, After: "k004000"})).must(t)
 	require.Len(t, page.Rows, 3)
 	require.Equal(t, "k004001", page.Rows[0]["id"])
 	require.Equal(t, "k004003", page.Next)
@@ -172,9 +172,9 @@ func TestFindingRunDecodedThroughTheCacheIsChargedItsRows(t *testing.T) {
 	require.Nil(t, db.cache.peek(run.Path))
 	held.Release()
 
-	require.Equal(t, "k000100", mustGet(ctx, t, s, "k000100")["id"])
+	require.Equal(t, "k000100", call(s.Get(ctx, "k000100")).must(t)["id"])
 	require.NotNil(t, db.cache.peek(run.Path), "decoded once, the run is the cache's")
-	page := mustList(ctx, t, s, ListOptions{Limit: 2, After: "k008997"})
+	page := call(s.List(ctx, ListOptions{Limit: 2, After: "k008997"})).must(t)
 	require.Len(t, page.Rows, 2)
 	require.Equal(t, "k008999", page.Rows[1]["id"])
 	require.Zero(t, rb.Reserved())
@@ -196,7 +196,7 @@ func TestCompressibleRunsFoundOneATimeStillRead(t *testing.T) {
 			rs = append(rs, keyRow(k, int64(i), compressiblePad))
 		}
 		seal(t, s, rs...)
-		mustMergeAll(ctx, t, s)
+		call(s.MergeAll(ctx)).must(t)
 	}
 	// A run read while another is in flight is slow, so the first footer that refuses its run
 	// arrives while the others are still being read.
@@ -222,7 +222,7 @@ func TestCompressibleRunsFoundOneATimeStillRead(t *testing.T) {
 	rdb := OpenDBOnBucket(b.WithFaults(slow), ro)
 	t.Cleanup(func() { _ = rdb.Close(ctx) })
 	r := openGeneric(t, rdb, "compressibles")
-	page := mustList(ctx, t, r, ListOptions{Limit: 2, After: "k008998-4"})
+	page := call(r.List(ctx, ListOptions{Limit: 2, After: "k008998-4"})).must(t)
 	require.Len(t, page.Rows, 2)
 	require.Equal(t, "k008999-1", page.Rows[1]["id"])
 }
@@ -241,8 +241,8 @@ func compressibleRun(t *testing.T, db *DB, name string) (*Store, manifest.Run) {
 		rs = append(rs, keyRow(fmt.Sprintf("k%06d", i), int64(i), compressiblePad))
 	}
 	seal(t, s, rs...)
-	mustMergeAll(ctx, t, s)
-	base := mustLoadBase(ctx, t, s)
+	call(s.MergeAll(ctx)).must(t)
+	base := call(s.loadBase(ctx)).must(t)
 	require.Len(t, base.Runs, 1)
 	return s, base.Runs[0]
 }

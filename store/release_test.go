@@ -23,22 +23,22 @@ func TestReleaseRepairedRun(t *testing.T) {
 	seal(t, s, row("a", 1))
 	seal(t, s, row("b", 2), row("x", 2))
 	seal(t, s, row("c", 3))
-	mustMergeAll(ctx, t, s)
-	base := mustLoadBase(ctx, t, s)
+	call(s.MergeAll(ctx)).must(t)
+	base := call(s.loadBase(ctx)).must(t)
 	require.Len(t, base.Runs, 3)
 	bad, other := base.Runs[1].Path, base.Runs[2].Path
 	intact := getObject(t, db.bucket, bad)
 	otherRun := getObject(t, db.bucket, other)
 	require.NoError(t, db.bucket.Put(ctx, bad, []byte("garbage")))
 	db.cache.clear()
-	mustQuarantine(ctx, t, s, bad, "disk returned garbage")
+	call(s.Quarantine(ctx, bad, "disk returned garbage")).must(t)
 
 	require.NoError(t, s.Delete(ctx, "x"))
 	flush(t, s)
-	mustMergeAll(ctx, t, s)
-	mustCompact(ctx, t, s, CompactParams{MaxRuns: -1})
+	call(s.MergeAll(ctx)).must(t)
+	call(s.CompactBase(ctx, CompactParams{MaxRuns: -1})).must(t)
 
-	version := func() uint64 { return mustLoadBase(ctx, t, s).Version }
+	version := func() uint64 { return call(s.loadBase(ctx)).must(t).Version }
 	v := version()
 	require.ErrorIs(t, errOf(s.Release(ctx, bad)), ErrCorrupt, "still damaged")
 	require.NoError(t, db.bucket.Put(ctx, bad, otherRun))
@@ -48,14 +48,14 @@ func TestReleaseRepairedRun(t *testing.T) {
 	require.Equal(t, v, version(), "a refused release publishes nothing")
 
 	require.NoError(t, db.bucket.Put(ctx, bad, intact))
-	res := mustRelease(ctx, t, s, bad)
+	res := call(s.Release(ctx, bad)).must(t)
 	require.Equal(t, "run", res.Kind)
 	require.EqualValues(t, 2, res.Rows)
 	require.Equal(t, v+1, res.ManifestVersion)
 	require.Equal(t, map[string]int64{"a": 1, "b": 2, "c": 3}, allRows(t, s, SourceBase), "x stays deleted")
-	require.Zero(t, mustStats(ctx, t, s).Quarantined)
-	require.True(t, mustRelease(ctx, t, s, bad).NotQuarantined)
-	cr := mustCompact(ctx, t, s, CompactParams{MaxRuns: -1})
+	require.Zero(t, call(s.Stats(ctx)).must(t).Quarantined)
+	require.True(t, call(s.Release(ctx, bad)).must(t).NotQuarantined)
+	cr := call(s.CompactBase(ctx, CompactParams{MaxRuns: -1})).must(t)
 	require.True(t, cr.Committed, "the released run compacts like any other")
 	require.Equal(t, map[string]int64{"a": 1, "b": 2, "c": 3}, allRows(t, s, SourceBase))
 }
@@ -68,24 +68,24 @@ func TestReleaseRepairedWALObject(t *testing.T) {
 	root, tgt, key, intact := damagedWALStore(t, "rw")
 	db := openTestDB(t, root, "w1")
 	s := openGeneric(t, db, tgt.Name)
-	mustQuarantine(ctx, t, s, key, "WAL object damaged")
+	call(s.Quarantine(ctx, key, "WAL object damaged")).must(t)
 	appendRows(t, s, row("c", 3))
-	shardVersion := func() uint64 { return mustLoadShard(ctx, t, s, db.Shard()).Version }
+	shardVersion := func() uint64 { return call(s.loadShard(ctx, db.Shard())).must(t).Version }
 	v := shardVersion()
 	require.ErrorIs(t, errOf(s.Release(ctx, key)), ErrCorrupt, "still damaged")
 	require.Equal(t, v, shardVersion(), "a refused release publishes nothing")
 
 	require.NoError(t, db.bucket.Put(ctx, key, intact))
-	require.Equal(t, "wal", mustRelease(ctx, t, s, key).Kind)
+	require.Equal(t, "wal", call(s.Release(ctx, key)).must(t).Kind)
 	appendRows(t, s, row("d", 4))
 	require.Equal(t, map[string]int64{"a": 1, "b": 2, "c": 3, "d": 4}, allRows(t, s, SourceAll))
-	require.True(t, mustRelease(ctx, t, s, key).NotQuarantined)
+	require.True(t, call(s.Release(ctx, key)).must(t).NotQuarantined)
 
 	// Sealed past while set aside: its rows would never be replayed, so it stays aside.
 	root2, tgt2, key2, intact2 := damagedWALStore(t, "rw2")
 	db2 := openTestDB(t, root2, "w1")
 	s2 := openGeneric(t, db2, tgt2.Name)
-	mustQuarantine(ctx, t, s2, key2, "WAL object damaged")
+	call(s2.Quarantine(ctx, key2, "WAL object damaged")).must(t)
 	seal(t, s2, row("c", 3))
 	require.NoError(t, db2.bucket.Put(ctx, key2, intact2))
 	_, err := s2.Release(ctx, key2)
@@ -104,10 +104,10 @@ func quarantinedRun(t *testing.T, root, name string, rows ...Row) (*DB, *Store, 
 	ctx := context.Background()
 	db, s := newGenericStore(t, root, name)
 	seal(t, s, rows...)
-	mustMergeAll(ctx, t, s)
-	base := mustLoadBase(ctx, t, s)
+	call(s.MergeAll(ctx)).must(t)
+	base := call(s.loadBase(ctx)).must(t)
 	require.Len(t, base.Runs, 1)
-	mustQuarantine(ctx, t, s, base.Runs[0].Path, "set aside by the test")
+	call(s.Quarantine(ctx, base.Runs[0].Path, "set aside by the test")).must(t)
 	return db, s, base.Runs[0]
 }
 
@@ -135,7 +135,7 @@ func TestFindingHugeStrayObjectAtAQuarantinedRunIsRefusedUnderAMemoryLimit(t *te
 	require.Equal(t, 1.0, testutil.ToFloat64(db.metrics.CorruptObjects.WithLabelValues(string(KindGeneric))))
 
 	require.NoError(t, db.bucket.Put(ctx, run.Path, intact))
-	require.EqualValues(t, 2, mustRelease(ctx, t, s, run.Path).Rows)
+	require.EqualValues(t, 2, call(s.Release(ctx, run.Path)).must(t).Rows)
 	require.Equal(t, map[string]int64{"a": 1, "b": 2}, allRows(t, s, SourceBase))
 }
 
@@ -146,16 +146,16 @@ func TestReleaseRefusesARunLongerThanTheMergeBudget(t *testing.T) {
 	ctx := context.Background()
 	root := newMemURL()
 	db, s, run := quarantinedRun(t, root, "budget", row("a", 1), row("b", 2))
-	base := mustLoadBase(ctx, t, s)
+	base := call(s.loadBase(ctx)).must(t)
 
 	small := openGeneric(t, openTestDB(t, root, "w2", func(o *Options) { o.Budget = NewBudget(run.Bytes - 1) }), "budget")
 	_, err := small.Release(ctx, run.Path)
 	require.ErrorIs(t, err, ErrCorrupt)
 	require.ErrorContains(t, err, "longer than")
-	require.Equal(t, base.Version, mustLoadBase(ctx, t, s).Version, "a refused release publishes nothing")
+	require.Equal(t, base.Version, call(s.loadBase(ctx)).must(t).Version, "a refused release publishes nothing")
 
 	fits := openGeneric(t, openTestDB(t, root, "w3", func(o *Options) { o.Budget = NewBudget(run.Bytes) }), "budget")
-	mustRelease(ctx, t, fits, run.Path)
+	call(fits.Release(ctx, run.Path)).must(t)
 	require.Equal(t, map[string]int64{"a": 1, "b": 2}, allRows(t, openGeneric(t, db, "budget"), SourceBase))
 }
 
@@ -171,24 +171,24 @@ func TestReleasedRunReadInBatchesGetsItsEntryBack(t *testing.T) {
 	}
 	db, s := newGenericStore(t, newMemURL(), "batches")
 	seal(t, s, row("a", 1), row("b", 2))
-	mustMergeAll(ctx, t, s)
+	call(s.MergeAll(ctx)).must(t)
 	appendRows(t, s, rows...)
 	require.NoError(t, s.Delete(ctx, "a"))
 	require.NoError(t, s.Delete(ctx, "b"))
 	flush(t, s)
-	mustMergeAll(ctx, t, s)
-	base := mustLoadBase(ctx, t, s)
+	call(s.MergeAll(ctx)).must(t)
+	base := call(s.loadBase(ctx)).must(t)
 	require.Len(t, base.Runs, 2)
 	want := base.Runs[1]
-	mustQuarantine(ctx, t, s, want.Path, "set aside by the test")
+	call(s.Quarantine(ctx, want.Path, "set aside by the test")).must(t)
 
 	rb, err := openRunBatches(ctx, nil, getObject(t, db.bucket, want.Path), s.codec, "run")
 	require.NoError(t, err)
 	require.Less(t, rb.batchRows, int64(n), "the run is read in more than one batch")
 	rb.close()
 
-	mustRelease(ctx, t, s, want.Path)
-	base = mustLoadBase(ctx, t, s)
+	call(s.Release(ctx, want.Path)).must(t)
+	base = call(s.loadBase(ctx)).must(t)
 	require.Len(t, base.Runs, 2)
 	got := base.Runs[1]
 	want.Source = "" // not kept while set aside

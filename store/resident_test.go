@@ -580,7 +580,7 @@ func TestFindingEvictionAtPendingMaxKeepsUnsealedRows(t *testing.T) {
 	require.Equal(t, int64(1), got["n"])
 
 	merger := openGeneric(t, openTestDB(t, url, "m"), "held")
-	mustMergeAll(ctx, t, merger)
+	call(merger.MergeAll(ctx)).must(t)
 	later.Add(int64(manifestRefreshEvery)) // the eviction's seal read the manifest just now
 	require.NoError(t, errOf(openGeneric(t, db, "held").Flush(ctx)))
 	require.Equal(t, map[string]int64{"k0": 0, "k1": 1, "waiting": 1}, allRows(t, merger, SourceAll), "sealed once merges made room")
@@ -640,7 +640,7 @@ func TestFindingReleaseDuringEvictionLeavesNoRowUnread(t *testing.T) {
 
 			if fencer != "release" {
 				require.Equal(t, 1.0, evictions("evicted"), "the new owner replays the WAL: the eviction is done")
-				epoch := func() uint64 { return mustLoadShard(ctx, t, owner, db.Shard()).WriterEpoch }
+				epoch := func() uint64 { return call(owner.loadShard(ctx, db.Shard())).must(t).WriterEpoch }
 				before := epoch()
 				createGeneric(t, db, "third", false)
 				require.Equal(t, before, epoch(), "the evicting process does not claim the shard back")
@@ -704,7 +704,7 @@ func TestFindingDeadWriterIsNotClaimedFromItsNewOwner(t *testing.T) {
 			_, err := s.Flush(ctx)
 			require.ErrorIs(t, err, ErrFenced, "the seal finds the new owner's epoch: the writer is dead")
 			require.True(t, s.HoldsOrphanedRows(), "not known yet whether anybody replays its rows")
-			epoch := func() uint64 { return mustLoadShard(ctx, t, owner, db.Shard()).WriterEpoch }
+			epoch := func() uint64 { return call(owner.loadShard(ctx, db.Shard())).must(t).WriterEpoch }
 			before := epoch()
 
 			if by == "sweeper" {
@@ -735,7 +735,7 @@ func TestFindingSweeperReplaysAWALReleasedAtPendingMax(t *testing.T) {
 	held := openGeneric(t, db, "held")
 	_, err := held.Append(ctx, []Row{row("y", 8)}) // claims the shard past "x", then is refused
 	require.ErrorIs(t, err, ErrTooManyPending)
-	mustRelease(ctx, t, operator, wal)
+	call(operator.Release(ctx, wal)).must(t)
 	createGeneric(t, db, "other", false) // over the max: the eviction of "held" is fenced and fails
 	require.False(t, held.HasWriter())
 
@@ -756,8 +756,8 @@ func walSetAsideAtPendingMax(t *testing.T) (url, wal string, operator *Store) {
 	url = newMemURL()
 	old := createGeneric(t, openTestDB(t, url, "w"), "held", false)
 	sealGenerations(t, old, 2)
-	wal = walKey(old.Target(), old.db.Shard(), mustAppend(ctx, t, old, []Row{row("x", 7)}).WALPosition)
+	wal = walKey(old.Target(), old.db.Shard(), call(old.Append(ctx, []Row{row("x", 7)})).must(t).WALPosition)
 	operator = openGeneric(t, openTestDB(t, url, "walkeeper-quarantine"), "held")
-	mustQuarantine(ctx, t, operator, wal, "damaged")
+	call(operator.Quarantine(ctx, wal, "damaged")).must(t)
 	return url, wal, operator
 }

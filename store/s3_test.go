@@ -123,17 +123,17 @@ func TestS3AppendFlushMergeReadRoundTrip(t *testing.T) {
 	reader := openGeneric(t, openTestDB(t, url, "reader"), "rt")
 	require.Equal(t, want, allRows(t, reader, SourceAll), "before merge")
 	require.Empty(t, allRows(t, reader, SourceBase))
-	require.Len(t, mustStats(ctx, t, reader).Shards, 2)
+	require.Len(t, call(reader.Stats(ctx)).must(t).Shards, 2)
 
 	// Any handle merges every shard (MergeAll visits all pending shards): 5 + 1 generations.
-	require.Equal(t, 6, mustMergeAll(ctx, t, s1)+mustMergeAll(ctx, t, s2))
+	require.Equal(t, 6, call(s1.MergeAll(ctx)).must(t)+call(s2.MergeAll(ctx)).must(t))
 	require.Equal(t, want, allRows(t, reader, SourceAll), "after merge")
 	require.Equal(t, want, allRows(t, reader, SourceBase))
 	require.Empty(t, allRows(t, reader, SourceWAL))
-	require.EqualValues(t, 500, toInt64(mustGet(ctx, t, reader, "k05")["n"]))
+	require.EqualValues(t, 500, toInt64(call(reader.Get(ctx, "k05")).must(t)["n"]))
 	require.ErrorIs(t, errOf(reader.Get(ctx, "k07")), ErrNotFound)
 
-	res := mustCompact(ctx, t, s1, CompactParams{})
+	res := call(s1.CompactBase(ctx, CompactParams{})).must(t)
 	require.True(t, res.Committed, "%+v", res)
 	require.Equal(t, want, allRows(t, reader, SourceBase), "after compaction")
 
@@ -143,7 +143,7 @@ func TestS3AppendFlushMergeReadRoundTrip(t *testing.T) {
 	keys := listKeys(t, raw, "")
 	require.Contains(t, keys, "_registry/generic/rt.json")
 	require.Contains(t, keys, "generic/rt/store.json")
-	base := mustLoadBase(ctx, t, reader)
+	base := call(reader.loadBase(ctx)).must(t)
 	require.Contains(t, keys, fmt.Sprintf("generic/rt/_versions/%020d.json", base.Version))
 	for _, shard := range []string{w1.Shard(), w2.Shard()} {
 		require.Empty(t, genFilesOnDisk(t, reader, shard), "merged generation files deleted")

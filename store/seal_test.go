@@ -43,7 +43,7 @@ func TestFindingFencedSealKeepsTheGenerationItsLandedVersionLists(t *testing.T) 
 	flush(t, successor)
 	reader := openGeneric(t, openTestDB(t, url, "r"), "fenced")
 	require.Equal(t, map[string]int64{"a": 1, "b": 2}, allRows(t, reader, SourceAll), "the acknowledged rows are read")
-	mustMergeAll(ctx, t, reader)
+	call(reader.MergeAll(ctx)).must(t)
 	require.Equal(t, map[string]int64{"a": 1, "b": 2}, allRows(t, reader, SourceBase))
 }
 
@@ -89,7 +89,7 @@ func TestFindingLateGenerationPutDoesNotReplaceTheRetry(t *testing.T) {
 	reader := openGeneric(t, openTestDB(t, url, "r"), "late")
 	want := map[string]int64{"a": 1, "b": 2, "c": 3}
 	require.Equal(t, want, allRows(t, reader, SourceAll))
-	mustMergeAll(ctx, t, reader)
+	call(reader.MergeAll(ctx)).must(t)
 	require.Equal(t, want, allRows(t, reader, SourceBase))
 	require.False(t, onStorage(t, raw, abandoned), "the merge that passed its number deleted the late file")
 }
@@ -129,7 +129,7 @@ func TestFindingSealWhoseVersionLandedPublishesItOnce(t *testing.T) {
 			}
 			require.Equal(t, FlushResult{Sealed: true, Generation: 1, Rows: 2, Pending: pending}, res)
 
-			require.Len(t, mustLoadShard(ctx, t, s, db.shard).Flushed, pending, "the rows are sealed once")
+			require.Len(t, call(s.loadShard(ctx, db.shard)).must(t).Flushed, pending, "the rows are sealed once")
 			gens, err := db.listGenerations(ctx, s.target, db.shard)
 			require.NoError(t, err)
 			require.Len(t, gens, pending)
@@ -195,7 +195,7 @@ func TestFindingFencedWritersGapFileIsDeleted(t *testing.T) {
 	successor.db.bucket = raw
 	res = flush(t, successor)
 	require.Equal(t, uint64(3), res.Generation, "the retry numbers past its own gap")
-	mustMergeAll(ctx, t, reader)
+	call(reader.MergeAll(ctx)).must(t)
 	require.Empty(t, listKeys(t, raw, genPrefix(s.target, owner.shard)), "every generation file is merged or deleted")
 	require.Equal(t, map[string]int64{"a": 1, "b": 2, "c": 3}, allRows(t, reader, SourceBase))
 }

@@ -28,7 +28,7 @@ func TestStatsPagesShards(t *testing.T) {
 			seal(t, w, row(fmt.Sprintf("k%d-%d", i, g), 1))
 		}
 	}
-	all := mustStats(ctx, t, s)
+	all := call(s.Stats(ctx)).must(t)
 	require.Len(t, all.Shards, writers, "w1 wrote nothing and has no shard")
 	require.True(t, slices.IsSortedFunc(all.Shards, func(a, b ShardStats) int { return strings.Compare(a.Shard, b.Shard) }))
 	want := ShardTotals{}

@@ -15,7 +15,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
-	"github.com/walkeeper/walkeeper/store/manifest"
 	"github.com/walkeeper/walkeeper/store/objstore"
 	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
@@ -81,8 +80,8 @@ func twoPrepares(t *testing.T, name string) (db *DB, s *Store, p1, p2 *PreparedM
 	t.Helper()
 	db, s = newGenericStore(t, "file://"+t.TempDir(), name)
 	sealGenerations(t, s, 4)
-	p1 = mustPrepare(context.Background(), t, s, PrepareParams{AttemptKey: "wf-1/act-1"})
-	p2 = mustPrepare(context.Background(), t, s, PrepareParams{AttemptKey: "wf-2/act-1"})
+	p1 = call(s.Prepare(context.Background(), PrepareParams{AttemptKey: "wf-1/act-1"})).must(t)
+	p2 = call(s.Prepare(context.Background(), PrepareParams{AttemptKey: "wf-2/act-1"})).must(t)
 	return db, s, p1, p2
 }
 
@@ -125,7 +124,7 @@ func appendRows(t testing.TB, s *Store, rows ...Row) {
 	}
 	for len(rows) > 0 {
 		n := min(per, len(rows))
-		mustAppend(context.Background(), t, s, rows[:n])
+		call(s.Append(context.Background(), rows[:n])).must(t)
 		rows = rows[n:]
 	}
 }
@@ -169,7 +168,7 @@ func allRows(t *testing.T, s *Store, source string) map[string]int64 {
 	out := map[string]int64{}
 	after := ""
 	for {
-		page := mustList(context.Background(), t, s, ListOptions{Source: source, Limit: 7, After: after})
+		page := call(s.List(context.Background(), ListOptions{Source: source, Limit: 7, After: after})).must(t)
 		for _, r := range page.Rows {
 			id := r["id"].(string)
 			_, dup := out[id]
@@ -197,7 +196,7 @@ func toInt64(v any) int64 {
 
 func pendingOf(t *testing.T, s *Store, shard string) int {
 	t.Helper()
-	st := mustStats(context.Background(), t, s)
+	st := call(s.Stats(context.Background())).must(t)
 	for _, sh := range st.Shards {
 		if sh.Shard == shard {
 			return sh.PendingGenerations
@@ -220,7 +219,7 @@ func genFilesOnDisk(t *testing.T, s *Store, shard string) []string {
 
 func listedGens(t *testing.T, s *Store, shard string) []string {
 	t.Helper()
-	m := mustLoadShard(context.Background(), t, s, shard)
+	m := call(s.loadShard(context.Background(), shard)).must(t)
 	var out []string
 	if m != nil {
 		for _, g := range m.Flushed {
@@ -238,7 +237,7 @@ func TestAppendFlushReadMergeOnEveryBackend(t *testing.T) {
 			db, s := newGenericStore(t, url, "basic")
 			appendRows(t, s, row("a", 1), row("b", 2))
 			// Visible to its own process before the seal.
-			require.EqualValues(t, 1, toInt64(mustGet(ctx, t, s, "a")["n"]))
+			require.EqualValues(t, 1, toInt64(call(s.Get(ctx, "a")).must(t)["n"]))
 
 			// Not visible to another process until sealed.
 			other := openTestDB(t, url, "reader")
@@ -252,7 +251,7 @@ func TestAppendFlushReadMergeOnEveryBackend(t *testing.T) {
 			require.Equal(t, map[string]int64{"a": 1, "b": 2}, allRows(t, so, SourceWAL))
 			require.Empty(t, allRows(t, so, SourceBase))
 
-			require.Equal(t, 1, mustMergeAll(ctx, t, s))
+			require.Equal(t, 1, call(s.MergeAll(ctx)).must(t))
 			require.Equal(t, map[string]int64{"a": 1, "b": 2}, allRows(t, so, SourceBase))
 			require.Empty(t, allRows(t, so, SourceWAL))
 			require.Equal(t, 0, pendingOf(t, so, db.Shard()))
@@ -274,7 +273,7 @@ func TestMergedGenerationFilesAreDeleted(t *testing.T) {
 			for i := 0; i < 30; i++ {
 				seal(t, s, row(fmt.Sprintf("k%02d", i), int64(i)))
 				if (i+1)%10 == 0 {
-					mustMergeAll(ctx, t, s)
+					call(s.MergeAll(ctx)).must(t)
 				}
 				require.Equal(t, listedGens(t, s, db.Shard()), genFilesOnDisk(t, s, db.Shard()))
 			}
@@ -315,14 +314,14 @@ func TestMergeCaps(t *testing.T) {
 			var passes []int
 			for pendingOf(t, s, db.Shard()) > 0 {
 				before := pendingOf(t, s, db.Shard())
-				res := mustMergeOnce(ctx, t, s, "")
+				res := call(s.MergeOnce(ctx, "")).must(t)
 				passes = append(passes, res.Reclaimed)
 				require.Equal(t, before-res.Reclaimed, pendingOf(t, s, db.Shard()))
 				require.Len(t, allRows(t, s, SourceAll), 5, "nothing lost mid-way")
 				require.Equal(t, listedGens(t, s, db.Shard()), genFilesOnDisk(t, s, db.Shard()))
 			}
 			require.Equal(t, tc.want, passes)
-			page := mustList(ctx, t, s, ListOptions{Limit: 100})
+			page := call(s.List(ctx, ListOptions{Limit: 100})).must(t)
 			require.Len(t, page.Rows, 5)
 			for _, r := range page.Rows {
 				require.Equal(t, blob, r["s"], "payload bytes survive the merge exactly")
@@ -342,7 +341,7 @@ func TestPrepareDoesNotBlockOnReadLockButCommitWaits(t *testing.T) {
 	require.NotNil(t, p)
 
 	// Reads and appends go on while the lock is held.
-	mustGet(ctx, t, s, "k1")
+	call(s.Get(ctx, "k1")).must(t)
 	appendRows(t, s, row("k9", 9))
 
 	done := make(chan RoundShardResult, 1)
@@ -387,13 +386,13 @@ func TestNewestWriteWinsAcrossShardsAndMerges(t *testing.T) {
 
 			// Merge only shard b (the newer x): the base has x=3; shard a's older x=1/2
 			// stays pending and must lose.
-			mustMergeOnce(ctx, t, sb, b.Shard())
+			call(sb.MergeOnce(ctx, b.Shard())).must(t)
 			require.Equal(t, want, allRows(t, sa, SourceAll))
 			// Now merge shard a: its older x must not win over the base's x=3.
-			mustMergeAll(ctx, t, sa)
+			call(sa.MergeAll(ctx)).must(t)
 			require.Equal(t, want, allRows(t, sb, SourceAll))
 			require.Equal(t, want, allRows(t, sb, SourceBase))
-			require.EqualValues(t, 3, toInt64(mustGet(ctx, t, sb, "x")["n"]))
+			require.EqualValues(t, 3, toInt64(call(sb.Get(ctx, "x")).must(t)["n"]))
 		})
 	}
 }
@@ -404,17 +403,17 @@ func TestTwoPreparesOfOneShardCommitOnce(t *testing.T) {
 	db, s, p1, p2 := twoPrepares(t, "twice")
 	require.NotEqual(t, p1.Staged[0].Path, p2.Staged[0].Path)
 
-	r1 := mustCommit(ctx, t, s, p1)
+	r1 := call(commitOne(ctx, s, p1)).must(t)
 	require.Equal(t, RoundCommitted, r1.Outcome)
-	r2 := mustCommit(ctx, t, s, p2)
+	r2 := call(commitOne(ctx, s, p2)).must(t)
 	require.Equal(t, RoundAlreadyCommitted, r2.Outcome)
 	require.Equal(t, r1.BaseVersion, r2.BaseVersion, "the second commit published nothing")
 
 	require.False(t, onStorage(t, db.bucket, p2.Staged[0].Path), "the losing attempt's staged file is removed")
 	// Re-committing the winner is idempotent too.
-	require.Equal(t, RoundAlreadyCommitted, mustCommit(ctx, t, s, p1).Outcome)
+	require.Equal(t, RoundAlreadyCommitted, call(commitOne(ctx, s, p1)).must(t).Outcome)
 	require.Len(t, allRows(t, s, SourceBase), 4)
-	require.Len(t, mustLoadBase(ctx, t, s).Runs, 1)
+	require.Len(t, call(s.loadBase(ctx)).must(t).Runs, 1)
 }
 
 // Two runs racing on one pass both reported its generations as reclaimed, so WalReclaimed
@@ -430,28 +429,28 @@ func TestFindingTwoRunsRacingOnOnePassReportItsReclaimOnce(t *testing.T) {
 			var r1 RoundShardResult
 			var armed atomic.Bool
 			if race == "after" {
-				r1 = mustCommit(ctx, t, s, p1)
+				r1 = call(commitOne(ctx, s, p1)).must(t)
 			} else {
 				// p2 has claimed and drafted the version p1 publishes first.
 				armed.Store(true)
 				db.bucket = db.bucket.WithFaults(objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
 					if op == objstore.OpPutIfAbsent && strings.HasPrefix(key, versionsPrefix(s.target)) && armed.CompareAndSwap(true, false) {
-						r1 = mustCommit(ctx, t, s, p1)
+						r1 = call(commitOne(ctx, s, p1)).must(t)
 					}
 					return nil
 				}})
 			}
-			r2 := mustCommit(ctx, t, s, p2)
+			r2 := call(commitOne(ctx, s, p2)).must(t)
 			require.False(t, armed.Load(), "p1 published while p2 committed")
 			require.Equal(t, RoundCommitted, r1.Outcome)
 			require.Equal(t, 4, r1.Reclaimed)
 			require.Equal(t, RoundAlreadyCommitted, r2.Outcome)
 			require.Zero(t, r2.Reclaimed, "the other attempt's run holds the pass: its reclaim is the winner's to report")
 
-			again := mustCommit(ctx, t, s, p1)
+			again := call(commitOne(ctx, s, p1)).must(t)
 			require.Equal(t, RoundAlreadyCommitted, again.Outcome)
 			require.Equal(t, 4, again.Reclaimed, "the winner's retry reports what its lost reply did")
-			again = mustCommit(ctx, t, s, p2)
+			again = call(commitOne(ctx, s, p2)).must(t)
 			require.Zero(t, again.Reclaimed)
 		})
 	}
@@ -477,7 +476,7 @@ func TestRacingCommittersFromManyShardsAllLand(t *testing.T) {
 					want[k] = int64(i*10 + g)
 					seal(t, s, row(k, want[k]))
 				}
-				prepared[i] = mustPrepare(ctx, t, s, PrepareParams{AttemptKey: fmt.Sprintf("race-%d", i)})
+				prepared[i] = call(s.Prepare(ctx, PrepareParams{AttemptKey: fmt.Sprintf("race-%d", i)})).must(t)
 			}
 			start := make(chan struct{})
 			errs := make([]error, shards)
@@ -500,7 +499,7 @@ func TestRacingCommittersFromManyShardsAllLand(t *testing.T) {
 				require.False(t, versions[results[i].BaseVersion], "two commits published version %d", results[i].BaseVersion)
 				versions[results[i].BaseVersion] = true
 			}
-			base := mustLoadBase(ctx, t, stores[0])
+			base := call(stores[0].loadBase(ctx)).must(t)
 			require.EqualValues(t, shards, base.Version, "one base version per merge, none lost")
 			require.Len(t, base.Runs, shards)
 			reader := openGeneric(t, openTestDB(t, url, "reader"), "race")
@@ -527,7 +526,7 @@ func TestCrashBetweenMergeStepsLosesNothing(t *testing.T) {
 				seal(t, s, row(fmt.Sprintf("k%d", i), int64(i)), row("shared", int64(100+i)))
 			}
 			want := allRows(t, s, SourceAll)
-			p := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "wf/1"})
+			p := call(s.Prepare(ctx, PrepareParams{AttemptKey: "wf/1"})).must(t)
 			switch step {
 			case "after-prepare":
 			case "after-claim":
@@ -545,21 +544,21 @@ func TestCrashBetweenMergeStepsLosesNothing(t *testing.T) {
 
 			// The retried activity (same attempt key) or a fresh merge both converge.
 			if step != "after-prepare" {
-				_ = mustCommit(ctx, t, s2, p)
+				_ = call(commitOne(ctx, s2, p)).must(t)
 			}
-			mustMergeAll(ctx, t, s2)
+			call(s2.MergeAll(ctx)).must(t)
 			require.Equal(t, want, allRows(t, s2, SourceAll))
 			require.Equal(t, want, allRows(t, s2, SourceBase))
 			require.Equal(t, 0, pendingOf(t, s2, db2.Shard()))
 			require.Empty(t, genFilesOnDisk(t, s2, db2.Shard()))
-			base := mustLoadBase(ctx, t, s2)
+			base := call(s2.loadBase(ctx)).must(t)
 			var rows int64
 			for _, r := range base.Runs {
 				rows += r.Rows
 			}
 			if step == "after-prepare" {
 				// The prepared attempt never committed; abort removes exactly its file.
-				require.Equal(t, 1, mustAbort(ctx, t, s2, p).Deleted)
+				require.Equal(t, 1, call(s2.Abort(ctx, p)).must(t).Deleted)
 			}
 			require.EqualValues(t, len(want), rows, "no row stored twice in the base")
 			require.Len(t, listKeys(t, db2.bucket, dataPrefix(s2.target)), len(base.Runs), "no staged file left behind")
@@ -575,7 +574,7 @@ func TestRestartedWriterReplaysWAL(t *testing.T) {
 	seal(t, s, row("a", 1))
 	appendRows(t, s, row("b", 2), row("a", 3))
 	epoch := func() uint64 {
-		st := mustStats(ctx, t, s)
+		st := call(s.Stats(ctx)).must(t)
 		require.Len(t, st.Shards, 1)
 		return st.Shards[0].WriterEpoch
 	}
@@ -712,7 +711,7 @@ func TestReadCapsWarnAndRefuse(t *testing.T) {
 
 	// 0 = off.
 	off := openGeneric(t, openTestDB(t, url2, "c", func(o *Options) { o.PendingMax = 0 }), "caps")
-	mustList(ctx, t, off, ListOptions{})
+	call(off.List(ctx, ListOptions{})).must(t)
 }
 
 func TestCorruptGenerationBlocksOnlyItsShard(t *testing.T) {
@@ -777,16 +776,16 @@ func TestAbortDeletesOnlyWhenCommitIsProvenAbsent(t *testing.T) {
 	ctx := context.Background()
 	_, s := newGenericStore(t, "file://"+t.TempDir(), "abort")
 	seal(t, s, row("a", 1))
-	p := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "wf/a"})
-	require.Equal(t, 1, mustCommit(ctx, t, s, p).Reclaimed)
-	ar := mustAbort(ctx, t, s, p)
+	p := call(s.Prepare(ctx, PrepareParams{AttemptKey: "wf/a"})).must(t)
+	require.Equal(t, 1, call(commitOne(ctx, s, p)).must(t).Reclaimed)
+	ar := call(s.Abort(ctx, p)).must(t)
 	require.True(t, ar.CommitPresent)
 	require.Equal(t, 0, ar.Deleted)
 	require.Equal(t, map[string]int64{"a": 1}, allRows(t, s, SourceBase))
 
 	seal(t, s, row("b", 2))
-	p2 := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "wf/b"})
-	ar = mustAbort(ctx, t, s, p2)
+	p2 := call(s.Prepare(ctx, PrepareParams{AttemptKey: "wf/b"})).must(t)
+	ar = call(s.Abort(ctx, p2)).must(t)
 	require.Equal(t, 1, ar.Deleted)
 	require.ErrorIs(t, errOf(commitOne(ctx, s, p2)), ErrStalePreparation, "an aborted attempt can never commit")
 	require.Equal(t, map[string]int64{"a": 1, "b": 2}, allRows(t, s, SourceAll))
@@ -797,13 +796,13 @@ func TestStalePreparation(t *testing.T) {
 	_, s := newGenericStore(t, "file://"+t.TempDir(), "stale", func(o *Options) { o.MergeMaxGenerations = 2 })
 	sealGenerations(t, s, 3)
 	three := 3
-	wide := mustPrepare(ctx, t, s, PrepareParams{AttemptKey: "wide", MaxGenerations: &three})
+	wide := call(s.Prepare(ctx, PrepareParams{AttemptKey: "wide", MaxGenerations: &three})).must(t)
 	require.Len(t, wide.Generations, 3)
 	_, err := s.MergeOnce(ctx, "") // commits generations 1-2
 	require.NoError(t, err)
 	require.ErrorIs(t, errOf(commitOne(ctx, s, wide)), ErrStalePreparation)
-	require.Equal(t, 1, mustAbort(ctx, t, s, wide).Deleted)
-	mustMergeAll(ctx, t, s)
+	require.Equal(t, 1, call(s.Abort(ctx, wide)).must(t).Deleted)
+	call(s.MergeAll(ctx)).must(t)
 	require.Len(t, allRows(t, s, SourceBase), 3)
 }
 
@@ -815,8 +814,8 @@ func TestCompactBase(t *testing.T) {
 	}
 	require.NoError(t, s.Delete(ctx, "k0"))
 	flush(t, s)
-	mustMergeAll(ctx, t, s)
-	base := mustLoadBase(ctx, t, s)
+	call(s.MergeAll(ctx)).must(t)
+	base := call(s.loadBase(ctx)).must(t)
 	require.Len(t, base.Runs, 7)
 	var deletes int64
 	for _, r := range base.Runs {
@@ -826,7 +825,7 @@ func TestCompactBase(t *testing.T) {
 	want := allRows(t, s, SourceAll)
 
 	// Bounded pass: 3 runs, not all → tombstone kept.
-	res := mustCompact(ctx, t, s, CompactParams{MaxRuns: 3})
+	res := call(s.CompactBase(ctx, CompactParams{MaxRuns: 3})).must(t)
 	require.True(t, res.Committed)
 	require.Equal(t, 3, res.InputRuns)
 	require.Equal(t, 5, res.RunsLeft)
@@ -835,14 +834,14 @@ func TestCompactBase(t *testing.T) {
 
 	// A merge lands between passes; compaction keeps its run.
 	seal(t, s, row("late", 42))
-	mustMergeAll(ctx, t, s)
+	call(s.MergeAll(ctx)).must(t)
 	want["late"] = 42
-	res = mustCompact(ctx, t, s, CompactParams{MaxRuns: -1})
+	res = call(s.CompactBase(ctx, CompactParams{MaxRuns: -1})).must(t)
 	require.True(t, res.Committed)
 	require.Equal(t, 1, res.RunsLeft)
 	require.EqualValues(t, 1, res.DroppedDeletes, "all runs rewritten: the tombstone goes")
 	require.Equal(t, want, allRows(t, s, SourceAll))
-	base = mustLoadBase(ctx, t, s)
+	base = call(s.loadBase(ctx)).must(t)
 	require.EqualValues(t, len(want), base.Runs[0].Rows, "shadowed rows dropped")
 	require.Len(t, listKeys(t, db.bucket, dataPrefix(s.target)), 1, "compacted inputs deleted")
 }
@@ -851,8 +850,8 @@ func TestCompactionCommitsOnlyIfInputsAreCurrent(t *testing.T) {
 	ctx := context.Background()
 	_, s := newGenericStore(t, "file://"+t.TempDir(), "cc", func(o *Options) { o.MergeMaxGenerations = 1 })
 	sealGenerations(t, s, 3)
-	mustMergeAll(ctx, t, s)
-	base := mustLoadBase(ctx, t, s)
+	call(s.MergeAll(ctx)).must(t)
+	base := call(s.loadBase(ctx)).must(t)
 	// Another compactor removes one input first.
 	ok, _, err := s.publishCompaction(ctx, base.Runs[:1], nil, time.Time{})
 	require.NoError(t, err)
@@ -897,8 +896,8 @@ func TestReadsSamplePendingGenerationsAndShards(t *testing.T) {
 	for _, id := range []string{"w2", "w3"} {
 		seal(t, openGeneric(t, openTestDB(t, url, id), "h"), row(id, 1))
 	}
-	mustList(ctx, t, s, ListOptions{})
-	mustGet(ctx, t, s, "k1")
+	call(s.List(ctx, ListOptions{})).must(t)
+	call(s.Get(ctx, "k1")).must(t)
 	require.NoError(t, errOf(s.Stats(ctx)), "stats are not a read: they are not sampled")
 	for _, h := range []struct {
 		hist       prometheus.Histogram
@@ -918,8 +917,8 @@ func TestGarbledRunIsCorrupt(t *testing.T) {
 			ctx := context.Background()
 			db, s := newGenericStore(t, fmt.Sprintf("mem://garble-%d", testURLSeq.Add(1)), "g")
 			seal(t, s, row("a", 1), row("b", 2))
-			mustMergeAll(ctx, t, s)
-			base := mustLoadBase(ctx, t, s)
+			call(s.MergeAll(ctx)).must(t)
+			base := call(s.loadBase(ctx)).must(t)
 			data := getObject(t, db.bucket, base.Runs[0].Path)
 			if damage == "truncated" {
 				data = data[:len(data)/2]
@@ -936,116 +935,19 @@ func TestGarbledRunIsCorrupt(t *testing.T) {
 	}
 }
 
-// mustMergeAll merges every shard of s's target and returns how many generations it merged.
-func mustMergeAll(ctx context.Context, t testing.TB, s *Store) int {
-	t.Helper()
-	v, err := s.MergeAll(ctx)
-	require.NoError(t, err)
-	return v
+// called is a call's value and error, for a test to check: call(s.Stats(ctx)).must(t).
+type called[T any] struct {
+	v   T
+	err error
 }
 
-// mustLoadBase is the latest base version of s's target.
-func mustLoadBase(ctx context.Context, t testing.TB, s *Store) *manifest.Base {
-	t.Helper()
-	v, err := s.loadBase(ctx)
-	require.NoError(t, err)
-	return v
-}
+func call[T any](v T, err error) called[T] { return called[T]{v, err} }
 
-// mustPrepare prepares a merge pass of s with params p.
-func mustPrepare(ctx context.Context, t testing.TB, s *Store, p PrepareParams) *PreparedMerge {
+// must is the call's value; t fails where the call was made if the call failed.
+func (c called[T]) must(t testing.TB) T {
 	t.Helper()
-	v, err := s.Prepare(ctx, p)
-	require.NoError(t, err)
-	return v
-}
-
-// mustLoadShard is the latest manifest of shard (nil: never wrote).
-func mustLoadShard(ctx context.Context, t testing.TB, s *Store, shard string) *manifest.Shard {
-	t.Helper()
-	v, err := s.loadShard(ctx, shard)
-	require.NoError(t, err)
-	return v
-}
-
-// mustAbort aborts the merge pass p of s.
-func mustAbort(ctx context.Context, t testing.TB, s *Store, p *PreparedMerge) AbortResult {
-	t.Helper()
-	v, err := s.Abort(ctx, p)
-	require.NoError(t, err)
-	return v
-}
-
-// mustStats is the stats of s.
-func mustStats(ctx context.Context, t testing.TB, s *Store) Stats {
-	t.Helper()
-	v, err := s.Stats(ctx)
-	require.NoError(t, err)
-	return v
-}
-
-// mustGet is the row of key in s.
-func mustGet(ctx context.Context, t testing.TB, s *Store, key string) map[string]any {
-	t.Helper()
-	v, err := s.Get(ctx, key)
-	require.NoError(t, err)
-	return v
-}
-
-// mustCompact runs one compaction pass of s with params p.
-func mustCompact(ctx context.Context, t testing.TB, s *Store, p CompactParams) CompactResult {
-	t.Helper()
-	v, err := s.CompactBase(ctx, p)
-	require.NoError(t, err)
-	return v
-}
-
-// mustList is the page of s that opts ask for.
-func mustList(ctx context.Context, t testing.TB, s *Store, opts ListOptions) ListPage {
-	t.Helper()
-	v, err := s.List(ctx, opts)
-	require.NoError(t, err)
-	return v
-}
-
-// mustMergeOnce merges one pass of shard ("": any) of s.
-func mustMergeOnce(ctx context.Context, t testing.TB, s *Store, shard string) RoundShardResult {
-	t.Helper()
-	v, err := s.MergeOnce(ctx, shard)
-	require.NoError(t, err)
-	return v
-}
-
-// mustQuarantine sets key of s aside for reason.
-func mustQuarantine(ctx context.Context, t testing.TB, s *Store, key, reason string) QuarantineResult {
-	t.Helper()
-	v, err := s.Quarantine(ctx, key, reason)
-	require.NoError(t, err)
-	return v
-}
-
-// mustRelease puts the quarantined key of s back.
-func mustRelease(ctx context.Context, t testing.TB, s *Store, key string) QuarantineResult {
-	t.Helper()
-	v, err := s.Release(ctx, key)
-	require.NoError(t, err)
-	return v
-}
-
-// mustAppend appends rows to s in one append.
-func mustAppend(ctx context.Context, t testing.TB, s *Store, rows []Row) AppendResult {
-	t.Helper()
-	v, err := s.Append(ctx, rows)
-	require.NoError(t, err)
-	return v
-}
-
-// mustCommitRound commits ps as one round of s.
-func mustCommitRound(ctx context.Context, t testing.TB, s *Store, ps []*PreparedMerge) RoundCommitResult {
-	t.Helper()
-	v, err := s.CommitRound(ctx, ps)
-	require.NoError(t, err)
-	return v
+	require.NoError(t, c.err)
+	return c.v
 }
 
 // errOf is the error of a call whose other result the test does not look at.

@@ -98,7 +98,7 @@ func TestFindingHugeStrayWALObjectCostsNoMemoryUnderAMemoryLimit(t *testing.T) {
 	require.ErrorContains(t, err, stray)
 	require.Equal(t, 1.0, testutil.ToFloat64(owner.metrics.CorruptObjects.WithLabelValues(string(KindGeneric))))
 
-	mustQuarantine(ctx, t, so, stray, "16 GiB put there by a tool")
+	call(so.Quarantine(ctx, stray, "16 GiB put there by a tool")).must(t)
 	appendRows(t, so, row("b", 2))
 	require.Equal(t, map[string]int64{"a": 1, "b": 2}, allRows(t, so, SourceAll))
 	require.ErrorIs(t, errOf(so.Release(ctx, stray)), ErrCorrupt)

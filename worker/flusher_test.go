@@ -59,13 +59,7 @@ func testFlusher(t *testing.T, o FlusherOptions) *Flusher {
 		o.Logger = zaptest.NewLogger(t)
 	}
 	fl := NewFlusher(o)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := fl.Stop(ctx); err != nil {
-			t.Errorf("flusher Stop: %v", err)
-		}
-	})
+	stopAtCleanup(t, "flusher Stop", fl.Stop)
 	return fl
 }
 

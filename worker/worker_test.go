@@ -70,14 +70,19 @@ func started(t testing.TB, w *Worker) *Worker {
 	if err := w.Start(context.Background()); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
+	stopAtCleanup(t, "Stop", w.Stop)
+	return w
+}
+
+// stopAtCleanup calls stop when t ends, giving it 30 s, and fails t if it fails.
+func stopAtCleanup(t testing.TB, what string, stop func(context.Context) error) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := w.Stop(ctx); err != nil {
-			t.Errorf("Stop: %v", err)
+		if err := stop(ctx); err != nil {
+			t.Errorf("%s: %v", what, err)
 		}
 	})
-	return w
 }
 
 // fakeRun is a client.WorkflowRun whose result is fixed.

@@ -133,11 +133,7 @@ func TestAzureListingWithoutPropertiesFails(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			b := openHostileAzure(t, answer)
-			_, err := walkAtMost(t, b, "p/", 10)
-			require.ErrorContains(t, err, "malformed listing")
-			_, _, err = b.ListPageWhere(context.Background(), "p/", "", 100, nil)
-			require.ErrorContains(t, err, "malformed listing")
+			requireKeyListingsFail(t, openHostileAzure(t, answer), "malformed listing")
 		})
 	}
 }
@@ -164,8 +160,7 @@ func TestAzureListingOutOfPrefixOrOrderFails(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			b := openHostileAzure(t, answer)
-			requireKeyListingsFail(t, b, "malformed listing")
+			requireKeyListingsFail(t, openHostileAzure(t, answer), "malformed listing")
 		})
 	}
 }
@@ -274,7 +269,7 @@ func TestAzureAnswersAreReadUpToALimit(t *testing.T) {
 		var requests atomic.Int64
 		b := openHostileAzure(t, prebuiltAzureListAnswer(&requests, blobs))
 		var err error
-		allocated := totalAlloc(func() { _, err = b.List(ctx, "p/") })
+		allocated := objstore.TotalAlloc(func() { _, err = b.List(ctx, "p/") })
 		t.Logf("%d bytes allocated", allocated)
 		require.Less(t, allocated, uint64(4<<20), "bytes allocated")
 		require.ErrorContains(t, err, "malformed listing: more entries than the 1000 its request asked for")
@@ -306,7 +301,7 @@ func TestAzureAnswersAreReadUpToALimit(t *testing.T) {
 				answer(w, r)
 			})
 			var err error
-			allocated := totalAlloc(func() { _, err = b.List(ctx, "p/") })
+			allocated := objstore.TotalAlloc(func() { _, err = b.List(ctx, "p/") })
 			t.Logf("%d bytes allocated", allocated)
 			require.Less(t, allocated, c.most, "bytes allocated")
 			require.ErrorContains(t, err, "sent an answer longer than 16777216 bytes")

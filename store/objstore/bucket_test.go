@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // Helpers for this package's tests that need a bucket, and the tests of what is not the
@@ -143,16 +145,11 @@ func TestOpenBucketSchemes(t *testing.T) {
 		}
 	}
 	// An S3 URL opens without touching the network (credentials are resolved lazily).
-	b, err := OpenBucket(ctx, "s3://walkeeper-test-bucket?region=us-east-1")
-	if err != nil {
-		t.Fatalf("OpenBucket s3: %v", err)
-	}
-	if b.URL() != "s3://walkeeper-test-bucket?region=us-east-1" {
-		t.Errorf("URL() = %q", b.URL())
-	}
-	if err := b.Close(); err != nil {
-		t.Errorf("Close s3: %v", err)
-	}
+	const s3URL = "s3://walkeeper-test-bucket?region=us-east-1"
+	b, err := OpenBucket(ctx, s3URL)
+	require.NoError(t, err)
+	require.Equal(t, s3URL, b.URL())
+	require.NoError(t, b.Close())
 	for _, u := range []string{"s3://b?region=us-east-1&endpoint=http://127.0.0.1:9000&use_path_style=true&awssdk=v2",
 		"s3://b?region=us-east-1&endpoint=https://minio.internal"} {
 		b, err := OpenBucket(ctx, u)
@@ -171,30 +168,16 @@ func TestMemBucketSharedByURL(t *testing.T) {
 	u := newMemURL()
 	b1 := mustOpen(t, u)
 	b2 := mustOpen(t, u)
-	other := mustOpen(t, newMemURL())
 	mustPut(t, b1, "k", "v")
-	if got := mustGet(t, b2, "k"); got != "v" {
-		t.Fatalf("second handle sees %q", got)
-	}
-	if err := b2.PutIfAbsent(ctx, "k", []byte("w")); !errors.Is(err, ErrAlreadyExists) {
-		t.Fatalf("PutIfAbsent through second handle: %v", err)
-	}
-	if _, err := other.Get(ctx, "k"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("other URL sees the object: %v", err)
-	}
-	if err := b1.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if got := mustGet(t, b2, "k"); got != "v" {
-		t.Fatalf("after closing one handle: %q", got)
-	}
+	require.Equal(t, "v", mustGet(t, b2, "k"), "the second handle")
+	require.ErrorIs(t, b2.PutIfAbsent(ctx, "k", []byte("w")), ErrAlreadyExists, "through the second handle")
+	_, err := mustOpen(t, newMemURL()).Get(ctx, "k")
+	require.ErrorIs(t, err, ErrNotFound, "another URL")
+	require.NoError(t, b1.Close())
+	require.Equal(t, "v", mustGet(t, b2, "k"), "after closing one handle")
 	b3 := mustOpen(t, u)
-	if got := mustGet(t, b3, "k"); got != "v" {
-		t.Fatalf("after reopen: %q", got)
-	}
-	if b3.URL() != u {
-		t.Fatalf("URL() = %q, want %q", b3.URL(), u)
-	}
+	require.Equal(t, "v", mustGet(t, b3, "k"), "after reopen")
+	require.Equal(t, u, b3.URL())
 }
 
 // TestCheckURLCreatesNothing: CheckURL refuses what OpenBucket refuses, and accepting a URL
@@ -214,9 +197,7 @@ func TestCheckURLCreatesNothing(t *testing.T) {
 	memBuckets.Lock()
 	_, registered := memBuckets.m[mem]
 	memBuckets.Unlock()
-	if registered {
-		t.Error("CheckURL registered a mem:// bucket")
-	}
+	require.False(t, registered, "CheckURL registered a mem:// bucket")
 	for _, u := range []string{"file://" + root + "?nosync=maybe", "mem://x?y=1", "ftp://x",
 		"s3://b?region=us-east-1&profile=walkeeper-no-such-profile"} {
 		if err := CheckURL(ctx, u); !errors.Is(err, ErrInvalidInput) {

@@ -2,12 +2,10 @@ package objstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -24,9 +22,7 @@ func TestFileBucketLayout(t *testing.T) {
 	ctx := context.Background()
 	root := filepath.Join(t.TempDir(), "a", "b")
 	b := mustOpen(t, fileURL(root)+"?dir_file_mode=0755")
-	if st, err := os.Stat(root); err != nil || !st.IsDir() {
-		t.Fatalf("root not created: %v", err)
-	}
+	require.DirExists(t, root, "the root is created")
 	mustPut(t, b, "generic/gs/store.json", `{"kind":"generic"}`)
 	require.NoError(t, b.PutIfAbsent(ctx, "generic/gs/_versions/00000000000000000001.json", []byte("{}")))
 	var files []string
@@ -38,29 +34,20 @@ func TestFileBucketLayout(t *testing.T) {
 		return nil
 	})
 	want := []string{"generic/gs/_versions/00000000000000000001.json", "generic/gs/store.json"}
-	if !reflect.DeepEqual(files, want) {
-		t.Fatalf("files on disk = %q, want %q", files, want)
-	}
+	require.Equal(t, want, files, "files on disk")
 	raw, err := os.ReadFile(filepath.Join(root, "generic", "gs", "store.json"))
-	if err != nil || string(raw) != `{"kind":"generic"}` {
-		t.Fatalf("object is not a plain file at its key path: %q, %v", raw, err)
-	}
+	require.NoError(t, err)
+	require.Equal(t, `{"kind":"generic"}`, string(raw), "an object is a plain file at its key's path")
 	require.NoError(t, b.Delete(ctx, "generic/gs/_versions/00000000000000000001.json"))
-	if _, err := os.Stat(filepath.Join(root, "generic", "gs", "_versions")); !os.IsNotExist(err) {
-		t.Fatalf("empty _versions dir not pruned: %v", err)
-	}
+	_, err = os.Stat(filepath.Join(root, "generic", "gs", "_versions"))
+	require.ErrorIs(t, err, fs.ErrNotExist, "the empty _versions directory is pruned")
 	require.NoError(t, b.Delete(ctx, "generic/gs/store.json"))
-	if _, err := os.Stat(filepath.Join(root, "generic")); !os.IsNotExist(err) {
-		t.Fatalf("empty dirs not pruned up to root: %v", err)
-	}
-	if _, err := os.Stat(root); err != nil {
-		t.Fatalf("root itself was pruned: %v", err)
-	}
+	_, err = os.Stat(filepath.Join(root, "generic"))
+	require.ErrorIs(t, err, fs.ErrNotExist, "empty directories are pruned up to the root")
+	require.DirExists(t, root, "the root itself is not pruned")
 	// A file where a directory is needed is reported, not a panic.
 	mustPut(t, b, "f", "x")
-	if err := b.Put(ctx, "f/g", []byte("y")); err == nil {
-		t.Fatalf("Put below an object succeeded on file://")
-	}
+	require.Error(t, b.Put(ctx, "f/g", []byte("y")), "Put below an object")
 }
 
 // TestFileBucketHidesStrayTempFiles simulates temp files leaked by a crashed writer: no
@@ -75,18 +62,11 @@ func TestFileBucketHidesStrayTempFiles(t *testing.T) {
 		require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
 		require.NoError(t, os.WriteFile(full, []byte("partial"), 0o644))
 	}
-	if got := listKeys(t, b, ""); !reflect.DeepEqual(got, []string{"s/real"}) {
-		t.Fatalf("List = %q", got)
-	}
-	if got := listKeys(t, b, "s/.t"); len(got) != 0 {
-		t.Fatalf("List(s/.t) = %q", got)
-	}
-	if got := listDirs(t, b, ""); !reflect.DeepEqual(got, []string{"s"}) {
-		t.Fatalf("ListDirs = %q (directories holding only temp files must not show)", got)
-	}
-	if _, err := b.Get(ctx, ".tmp-crash1"); !errors.Is(err, ErrInvalidInput) {
-		t.Fatalf("Get of a temp name: %v", err)
-	}
+	require.Equal(t, []string{"s/real"}, listKeys(t, b, ""))
+	require.Empty(t, listKeys(t, b, "s/.t"))
+	require.Equal(t, []string{"s"}, listDirs(t, b, ""), "directories holding only temp files do not show")
+	_, err := b.Get(ctx, ".tmp-crash1")
+	require.ErrorIs(t, err, ErrInvalidInput, "Get of a temp name")
 }
 
 // TestFileBucketNoTempFilesLeak: repeated writes leave no temp file on disk, in either mode.
@@ -102,9 +82,7 @@ func TestFileBucketNoTempFilesLeak(t *testing.T) {
 				_ = b.PutIfAbsent(ctx, fmt.Sprintf("g/%02d", i%5), []byte("x"))
 				mustPut(t, b, fmt.Sprintf("h/%02d", i%3), "y")
 			}
-			if left := tempFilesUnder(t, root); len(left) != 0 {
-				t.Fatalf("temp files left on disk: %q", left)
-			}
+			require.Empty(t, tempFilesUnder(t, root), "temp files left on disk")
 		})
 	}
 }
@@ -142,7 +120,5 @@ func TestPutIfAbsentConcurrentWithDelete(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if got := listKeys(t, b, ""); len(got) != 0 {
-		t.Fatalf("left over: %q", got)
-	}
+	require.Empty(t, listKeys(t, b, ""), "left over")
 }

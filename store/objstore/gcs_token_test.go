@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // serviceAccountAt writes a service account key file whose token_uri is tokenURI, names it
@@ -89,7 +91,7 @@ func requireTokenAnswerRefusedOnce(t *testing.T, universe string, requests *atom
 	requests.Store(0)
 	var err error
 	start := time.Now()
-	allocated := totalAlloc(func() { _, err = b.Exists(context.Background(), "p/a") })
+	allocated := objstore.TotalAlloc(func() { _, err = b.Exists(context.Background(), "p/a") })
 	t.Logf("%d token requests, %d bytes allocated in %v: %.300v", requests.Load(), allocated,
 		time.Since(start), err)
 	require.ErrorContains(t, err, "answer to a token request longer than 65536 bytes")
@@ -166,7 +168,7 @@ func TestGCSMetadataProjectIDIsReadUpToALimit(t *testing.T) {
 	t.Cleanup(srv.Close)
 	gceMetadataAt(t, srv)
 	var err error
-	allocated := totalAlloc(func() {
+	allocated := objstore.TotalAlloc(func() {
 		b := open(t, "gs://b?universe_domain=project.invalid")
 		_, err = b.Exists(context.Background(), "p/a")
 	})

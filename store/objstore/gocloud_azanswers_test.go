@@ -117,9 +117,7 @@ func TestAzureHostThatDoesNotResolveIsNotAnEmptyBucket(t *testing.T) {
 	defer func(r policy.RetryOptions) { azRetry = r }(azRetry)
 	azRetry = policy.RetryOptions{RetryDelay: time.Millisecond, MaxRetryDelay: time.Millisecond}
 	const host = "devstoreaccount1.walkeeper-no-such-host.invalid" // .invalid never resolves
-	b, err := OpenBucket(context.Background(), "azblob://b?protocol=http&domain=walkeeper-no-such-host.invalid")
-	require.NoError(t, err)
-	defer b.Close()
+	b := mustOpen(t, "azblob://b?protocol=http&domain=walkeeper-no-such-host.invalid")
 	ctx := context.Background()
 	check := func(op string, err error) {
 		t.Helper()
@@ -187,7 +185,7 @@ func TestAzDefaultCredentialBoundsTokenAnswers(t *testing.T) {
 			// The storage is never asked: the token comes first.
 			bkt := openAz(t, "azblob://b?localemu=true&protocol=https&domain=127.0.0.1:1")
 			var err error
-			allocated := totalAllocOf(func() { _, err = bkt.ReadAll(context.Background(), "k") })
+			allocated := TotalAlloc(func() { _, err = bkt.ReadAll(context.Background(), "k") })
 			t.Logf("%d bytes allocated", allocated)
 			require.Less(t, allocated, uint64(16<<20), "bytes allocated")
 			require.ErrorContains(t, err, "answer to a token request longer than 65536 bytes")
@@ -219,8 +217,9 @@ func TestAzDefaultCredentialGetsAToken(t *testing.T) {
 	require.Equal(t, "tok", tk.Token)
 }
 
-// totalAllocOf returns the bytes the process allocated while fn ran.
-func totalAllocOf(fn func()) uint64 {
+// TotalAlloc returns the bytes the process allocated while fn ran; exported for the external
+// tests of this package too.
+func TotalAlloc(fn func()) uint64 {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	fn()

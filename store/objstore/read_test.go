@@ -32,9 +32,7 @@ func TestPutFromPublishesAllOrNothing(t *testing.T) {
 			})
 			require.NoError(t, err)
 			require.Equal(t, int64(len(want)), n)
-			got, err := b.Get(ctx, "a/run.parquet")
-			require.NoError(t, err)
-			require.True(t, bytes.Equal(want, got), "streamed object differs")
+			require.True(t, mustGet(t, b, "a/run.parquet") == string(want), "streamed object differs")
 
 			// A failing producer leaves the previous object, never a prefix of the new one.
 			boom := errors.New("encoder failed")
@@ -43,9 +41,7 @@ func TestPutFromPublishesAllOrNothing(t *testing.T) {
 				return boom
 			})
 			require.ErrorIs(t, err, boom)
-			got, err = b.Get(ctx, "a/run.parquet")
-			require.NoError(t, err)
-			require.True(t, bytes.Equal(want, got), "failed PutFrom replaced the object")
+			require.True(t, mustGet(t, b, "a/run.parquet") == string(want), "failed PutFrom replaced the object")
 			_, err = b.PutFrom(ctx, "a/other.parquet", func(w io.Writer) error {
 				_, _ = w.Write([]byte("partial"))
 				return boom
@@ -219,10 +215,7 @@ func TestFindingReadLongerThanReportedIsCharged(t *testing.T) {
 // report every object 0 bytes long: its reads go on into the caller's buffers all the same.
 func TestS3BodyWithoutContentLengthReadsIntoTheCallersBuffers(t *testing.T) {
 	ctx := context.Background()
-	url := s3test.NoLengthBucketURL(t, "nolength")
-	b, err := OpenBucket(ctx, url)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = b.Close() })
+	b := mustOpen(t, s3test.NoLengthBucketURL(t, "nolength"))
 
 	want := bytes.Repeat([]byte("0123456789"), 30_000)
 	require.NoError(t, b.Put(ctx, "x/obj", want))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -32,11 +33,7 @@ func (r *refusals) tell(reason string) {
 func (r *refusals) counts() map[string]int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := map[string]int{}
-	for k, v := range r.n {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(r.n)
 }
 
 // hugeS3Error answers with a 400 whose body is past the 64 KiB an error answer is read up to.

@@ -29,10 +29,7 @@ var stallSeq atomic.Int64
 
 func stallBucket(t *testing.T) *objstore.Bucket {
 	t.Helper()
-	b, err := objstore.OpenBucket(context.Background(), fmt.Sprintf("mem://stall-%d", stallSeq.Add(1)))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = b.Close() })
-	return b.WithStallTimeout(stallBound)
+	return open(t, fmt.Sprintf("mem://stall-%d", stallSeq.Add(1))).WithStallTimeout(stallBound)
 }
 
 // within runs op and fails the test if it has not returned within waitCap.
@@ -126,12 +123,9 @@ func TestS3EndpointThatNeverAnswersStalls(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { close(release) })
-	raw, err := objstore.OpenBucket(context.Background(), s3test.BucketURL(srv.URL, "hang"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = raw.Close() })
-	b := raw.WithStallTimeout(200 * time.Millisecond)
+	b := open(t, s3test.BucketURL(srv.URL, "hang")).WithStallTimeout(200 * time.Millisecond)
 	ctx := context.Background()
-	err = within(t, func() error { return b.Put(ctx, "g/1", []byte("x")) })
+	err := within(t, func() error { return b.Put(ctx, "g/1", []byte("x")) })
 	require.ErrorIs(t, err, objstore.ErrStalled)
 	_, err = within2(t, func() ([]byte, error) { return b.Get(ctx, "g/1") })
 	require.ErrorIs(t, err, objstore.ErrStalled)
@@ -161,9 +155,7 @@ func TestS3SlowButSteadyReadIsNotCut(t *testing.T) {
 		}
 	}))
 	t.Cleanup(srv.Close)
-	raw, err := objstore.OpenBucket(context.Background(), s3test.BucketURL(srv.URL, "slow"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = raw.Close() })
+	raw := open(t, s3test.BucketURL(srv.URL, "slow"))
 	require.Greater(t, time.Duration(slices)*gap, stall, "the read must take longer than the stall timeout")
 	got, err := within2(t, func() ([]byte, error) { return raw.WithStallTimeout(stall).Get(context.Background(), "o/1") })
 	require.NoError(t, err)

@@ -212,9 +212,8 @@ func TestOpenExistingBucketCreatesNoRoot(t *testing.T) {
 			_, err := OpenExistingBucket(ctx, u)
 			return err
 		})
-		if !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), fmt.Sprintf("root %q %s", root, want)) {
-			t.Errorf("OpenExistingBucket(%q): %v, want ErrInvalidInput saying %q", u, err, want)
-		}
+		require.ErrorIs(t, err, ErrInvalidInput, u)
+		require.ErrorContains(t, err, fmt.Sprintf("root %q %s", root, want), u)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "not")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("OpenExistingBucket created the root's parent: %v", err)
@@ -223,14 +222,10 @@ func TestOpenExistingBucketCreatesNoRoot(t *testing.T) {
 	empty := filepath.Join(dir, "empty")
 	require.NoError(t, os.Mkdir(empty, 0o700))
 	b, err := OpenExistingBucket(ctx, "file://"+empty+"?nosync=1")
-	if err != nil {
-		t.Fatalf("an existing root: %v", err)
-	}
+	require.NoError(t, err, "an existing root")
 	defer b.Close()
-	require.NoError(t, b.Put(ctx, "k", []byte("v")))
-	if got, err := b.Get(ctx, "k"); err != nil || string(got) != "v" {
-		t.Fatalf("Get = %q, %v", got, err)
-	}
+	mustPut(t, b, "k", "v")
+	require.Equal(t, "v", mustGet(t, b, "k"))
 }
 
 // TestFileRootThatCannotBeADirectoryIsInvalid: CheckURL and OpenBucket refuse a file:// root
@@ -257,9 +252,8 @@ func TestFileRootThatCannotBeADirectoryIsInvalid(t *testing.T) {
 			"OpenBucket": func() error { b, err := OpenBucket(ctx, u); closeIf(b); return err },
 		} {
 			err := finishOrUnblock(t, root, []string{fifo}, open)
-			if !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), want) {
-				t.Errorf("%s(%q): %v, want ErrInvalidInput saying %s", name, u, err, want)
-			}
+			require.ErrorIs(t, err, ErrInvalidInput, "%s(%q)", name, u)
+			require.ErrorContains(t, err, want, "%s(%q)", name, u)
 		}
 	}
 	if _, err := os.Lstat(filepath.Join(dir, "nowhere")); !errors.Is(err, fs.ErrNotExist) {
@@ -289,14 +283,12 @@ func TestFileRootThatCannotBeCreatedIsInvalid(t *testing.T) {
 		syscall.ENOENT: `root "/r/x": "/r" cannot be created (no such file or directory)`,
 	} {
 		err := rootMkdirError(u, "/r/x", &fs.PathError{Op: "mkdir", Path: "/r", Err: errno})
-		if !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), want) {
-			t.Errorf("%v: %v, want ErrInvalidInput saying %s", errno, err, want)
-		}
+		require.ErrorIs(t, err, ErrInvalidInput, errno)
+		require.ErrorContains(t, err, want, errno)
 	}
 	err := rootMkdirError(u, "/r/x", &fs.PathError{Op: "mkdir", Path: "/r/x", Err: syscall.EPERM})
-	if want := `root "/r/x" cannot be created (operation not permitted)`; !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), want) {
-		t.Errorf("EPERM on the root: %v, want ErrInvalidInput saying %s", err, want)
-	}
+	require.ErrorIs(t, err, ErrInvalidInput, "EPERM on the root")
+	require.ErrorContains(t, err, `root "/r/x" cannot be created (operation not permitted)`)
 	err = rootMkdirError(u, "/r/x", &fs.PathError{Op: "mkdir", Path: "/r", Err: syscall.EIO})
 	if err == nil || errors.Is(err, ErrInvalidInput) {
 		t.Errorf("EIO: %v, want a failure, not invalid input", err)
@@ -307,7 +299,6 @@ func TestFileRootThatCannotBeCreatedIsInvalid(t *testing.T) {
 	}
 	b, err := OpenBucket(context.Background(), "file:///proc/walkeeper-nonexistent/x")
 	closeIf(b)
-	if want := `root "/proc/walkeeper-nonexistent/x": "/proc/walkeeper-nonexistent" cannot be created (no such file or directory)`; !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), want) {
-		t.Errorf("OpenBucket under /proc: %v, want ErrInvalidInput saying %s", err, want)
-	}
+	require.ErrorIs(t, err, ErrInvalidInput, "OpenBucket under /proc")
+	require.ErrorContains(t, err, `root "/proc/walkeeper-nonexistent/x": "/proc/walkeeper-nonexistent" cannot be created (no such file or directory)`)
 }

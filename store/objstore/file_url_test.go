@@ -3,6 +3,7 @@ package objstore
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -19,26 +20,16 @@ func TestFileURLRelativePath(t *testing.T) {
 	ctx := context.Background()
 
 	b, err := OpenBucket(ctx, "file://./.cache/dev/storage")
-	if err != nil {
-		t.Fatalf("file://./ relative path: %v", err)
-	}
+	require.NoError(t, err, "file://./ relative path")
 	require.NoError(t, b.Put(ctx, "k", []byte("v")))
 	require.NoError(t, b.Close())
-	if _, err := os.Stat(filepath.Join(dir, ".cache", "dev", "storage", "k")); err != nil {
-		t.Fatalf("object not under the working directory: %v", err)
-	}
+	require.FileExists(t, filepath.Join(dir, ".cache", "dev", "storage", "k"), "the object is under the working directory")
 
 	_, err = OpenBucket(ctx, "file://.cache/other/storage")
-	if !errors.Is(err, ErrInvalidInput) {
-		t.Fatalf("file://<relative> without ./: got %v, want ErrInvalidInput", err)
-	}
-	const want = `invalid input: storage url "file://.cache/other/storage": file:// takes no host (here ".cache"); for a relative path write file://./.cache/other/storage, for an absolute one file:///<path>`
-	if err.Error() != want {
-		t.Fatalf("error\n got %s\nwant %s", err, want)
-	}
-	if _, err := os.Stat(filepath.Join(dir, ".cache", "other")); !os.IsNotExist(err) {
-		t.Fatalf("a refused URL created %s (stat: %v)", filepath.Join(dir, ".cache", "other"), err)
-	}
+	require.ErrorIs(t, err, ErrInvalidInput, "file://<relative> without ./")
+	require.EqualError(t, err, `invalid input: storage url "file://.cache/other/storage": file:// takes no host (here ".cache"); for a relative path write file://./.cache/other/storage, for an absolute one file:///<path>`)
+	_, err = os.Stat(filepath.Join(dir, ".cache", "other"))
+	require.ErrorIs(t, err, fs.ErrNotExist, "a refused URL created nothing")
 }
 
 // TestFileURLParameters: only a nosync value that says yes skips fsync, so "nosync=0" keeps
@@ -50,12 +41,8 @@ func TestFileURLParameters(t *testing.T) {
 	for query, want := range map[string]bool{"": false, "?nosync=1": true, "?nosync=true": true,
 		"?nosync=0": false, "?nosync=false": false, "?dir_file_mode=0750&nosync=FALSE": false} {
 		b, err := OpenBucket(ctx, fileURL(t.TempDir())+query)
-		if err != nil {
-			t.Fatalf("%q: %v", query, err)
-		}
-		if got := b.core.be.(*fileBackend).noSync; got != want {
-			t.Errorf("%q: nosync %v, want %v", query, got, want)
-		}
+		require.NoError(t, err, query)
+		require.Equal(t, want, b.core.be.(*fileBackend).noSync, "%q: nosync", query)
 		_ = b.Close()
 	}
 	for _, query := range []string{"?nosync=maybe", "?nosync=", "?nosync=1&nosync=0", "?nosync=yes",
@@ -82,7 +69,5 @@ func TestFileURLParameters(t *testing.T) {
 	_ = b.Close()
 	fi, err := os.Stat(root)
 	require.NoError(t, err)
-	if fi.Mode().Perm() != 0o700 {
-		t.Errorf("root %s: mode %v, want 0700", root, fi.Mode().Perm())
-	}
+	require.Equal(t, fs.FileMode(0o700), fi.Mode().Perm(), "the root's mode")
 }

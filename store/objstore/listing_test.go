@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/walkeeper/walkeeper/internal/testkit/s3test"
-	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // TestListPageS3RequestsPerPage: on s3:// a ListPageWhere page deep into a prefix costs one
@@ -33,28 +32,22 @@ func TestListPageS3RequestsPerPage(t *testing.T) {
 	bucket := s3test.NewBucketName()
 	require.NoError(t, backend.CreateBucket(bucket))
 	ctx := context.Background()
-	b, err := objstore.OpenBucket(ctx, s3test.BucketURL(srv.URL, bucket))
-	require.NoError(t, err)
-	defer b.Close()
+	b := open(t, s3test.BucketURL(srv.URL, bucket))
 	// Written to the server's backend directly: the requests counted are the listings.
 	const n = 3000
 	for i := 0; i < n; i++ {
 		key := fmt.Sprintf("_registry/generic/s%05d.json", i)
-		if _, err := backend.PutObject(bucket, key, nil, bytes.NewReader(nil), 0, nil); err != nil {
-			t.Fatal(err)
-		}
+		_, err := backend.PutObject(bucket, key, nil, bytes.NewReader(nil), 0, nil)
+		require.NoError(t, err)
 	}
 	// One request per page at any depth, not a stream of the whole prefix (n/1000 requests).
 	for _, start := range []int{0, 1500, 2900} {
 		before := lists.Load()
 		objs, _, err := b.ListPageWhere(ctx, "_registry/generic/", fmt.Sprintf("_registry/generic/s%05d.json", start), 100, nil)
 		require.NoError(t, err)
-		if len(objs) != min(100, n-1-start) || objs[0].Key != fmt.Sprintf("_registry/generic/s%05d.json", start+1) {
-			t.Fatalf("page after %d: %d objects from %q", start, len(objs), objs[0].Key)
-		}
-		if got := lists.Load() - before; got != 1 {
-			t.Errorf("page after %d: %d list requests, want 1", start, got)
-		}
+		require.Len(t, objs, min(100, n-1-start), "page after %d", start)
+		require.Equal(t, fmt.Sprintf("_registry/generic/s%05d.json", start+1), objs[0].Key, "page after %d", start)
+		require.Equal(t, int64(1), lists.Load()-before, "page after %d: list requests", start)
 	}
 	// A whole paged walk costs about n/limit requests, not (n/limit)·(n/1000).
 	before := lists.Load()
@@ -69,10 +62,6 @@ func TestListPageS3RequestsPerPage(t *testing.T) {
 		}
 		after = objs[len(objs)-1].Key
 	}
-	if seen != n {
-		t.Fatalf("paged walk saw %d keys, want %d", seen, n)
-	}
-	if got := lists.Load() - before; got != int64(pages) {
-		t.Errorf("paged walk: %d list requests for %d pages, want one per page", got, pages)
-	}
+	require.Equal(t, n, seen, "keys the paged walk saw")
+	require.Equal(t, int64(pages), lists.Load()-before, "a paged walk's list requests, one per page")
 }

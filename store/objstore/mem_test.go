@@ -28,9 +28,7 @@ func TestMemIndexAgainstModel(t *testing.T) {
 			}
 		}
 		slices.Sort(want)
-		if !slices.Equal(got, want) {
-			t.Fatalf("list(%q, after %q): %d keys, want %d", prefix, after, len(got), len(want))
-		}
+		require.Equal(t, want, got, "list(%q, after %q)", prefix, after)
 	}
 	for op := 0; op < 4*memTailMax; op++ {
 		k := fmt.Sprintf("p%d/k%05d", rng.IntN(3), rng.IntN(2*memTailMax))
@@ -49,10 +47,6 @@ func TestMemIndexAgainstModel(t *testing.T) {
 		}
 	}
 	check("", "")
-	if len(m.sorted) == 0 {
-		t.Fatal("the tail was never folded: the test does not reach memTailMax")
-	}
-	if len(m.tail) >= memTailMax {
-		t.Fatalf("tail %d keys, want < %d", len(m.tail), memTailMax)
-	}
+	require.NotEmpty(t, m.sorted, "the tail was never folded: the test does not reach memTailMax")
+	require.Less(t, len(m.tail), memTailMax, "keys in the tail")
 }

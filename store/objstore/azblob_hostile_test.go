@@ -244,7 +244,7 @@ func TestAzureAnswersAreReadUpToALimit(t *testing.T) {
 	ctx := context.Background()
 	t.Run("error answer of 64 MiB", func(t *testing.T) {
 		var requests atomic.Int64
-		b := openHostileAzure(t, hugeAzureAnswer(&requests, http.StatusServiceUnavailable)) // which azcore retries
+		b := openHostileAzure(t, hugeAnswer(&requests, http.StatusServiceUnavailable)) // which azcore retries
 		ops := bucketOps(b)
 		delete(ops, "exists") // a head's answer has no body
 		// Read whole, the body took 0.8 to 1.2 GB; an upload allocates buffers of its own.
@@ -252,8 +252,8 @@ func TestAzureAnswersAreReadUpToALimit(t *testing.T) {
 	})
 	t.Run("put or delete answered with 64 MiB", func(t *testing.T) {
 		var requests atomic.Int64
-		created := openHostileAzure(t, hugeAzureAnswer(&requests, http.StatusCreated))
-		accepted := openHostileAzure(t, hugeAzureAnswer(&requests, http.StatusAccepted))
+		created := openHostileAzure(t, hugeAnswer(&requests, http.StatusCreated))
+		accepted := openHostileAzure(t, hugeAnswer(&requests, http.StatusAccepted))
 		ops := bucketOps(created)
 		delete(ops, "exists")
 		delete(ops, "get") // an object's bytes, which walkeeper bounds itself
@@ -328,9 +328,9 @@ func prebuiltAzureListAnswer(requests *atomic.Int64, blobs []azBlob) http.Handle
 	}
 }
 
-// hugeAzureAnswer answers every request but a head with status and a body of 64 MiB,
-// counting the requests in requests.
-func hugeAzureAnswer(requests *atomic.Int64, status int) http.HandlerFunc {
+// hugeAnswer answers every request but a head (which it gives an Azure blob's headers) with
+// status and a body of 64 MiB, counting the requests in requests.
+func hugeAnswer(requests *atomic.Int64, status int) http.HandlerFunc {
 	chunk := []byte(strings.Repeat("x", 64<<10))
 	return func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodHead {

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/walkeeper/walkeeper/internal/testkit/bucketconformance"
 	"github.com/walkeeper/walkeeper/internal/testkit/s3test"
 	"github.com/walkeeper/walkeeper/store/objstore"
@@ -26,9 +28,7 @@ var memSeq atomic.Int64
 func open(t *testing.T, u string) *objstore.Bucket {
 	t.Helper()
 	b, err := objstore.OpenBucket(context.Background(), u)
-	if err != nil {
-		t.Fatalf("OpenBucket(%q): %v", u, err)
-	}
+	require.NoError(t, err, "OpenBucket(%q)", u)
 	t.Cleanup(func() { _ = b.Close() })
 	return b
 }
@@ -79,9 +79,7 @@ func s3Openers(t *testing.T) map[string]bucketconformance.Opener {
 	for name, srv := range s3test.StartEngines(t) {
 		out[name] = func(t *testing.T) *objstore.Bucket {
 			bucket := s3test.NewBucketName()
-			if err := srv.CreateBucket(bucket); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, srv.CreateBucket(bucket))
 			return open(t, srv.BucketURL(bucket))
 		}
 	}
@@ -161,9 +159,7 @@ func TestPutIfAbsentRaceProcesses(t *testing.T) {
 		}
 		return nil
 	})
-	if len(left) != 0 {
-		t.Fatalf("temp files left: %d, e.g. %s", len(left), left[0])
-	}
+	require.Empty(t, left, "temp files left")
 }
 
 // TestS3PutIfAbsentRaceProcesses: 8 OS processes, each with its own HTTP client, connection

@@ -237,21 +237,10 @@ func TestGCSUploadAnswerWithNullACLFails(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"kind":"storage#object","bucket":"b","name":"p/a","acl":[null]}`))
 	})
-	ctx := context.Background()
-	for op, run := range map[string]func() error{
-		"put":           func() error { return b.Put(ctx, "p/a", []byte("x")) },
-		"put if absent": func() error { return b.PutIfAbsent(ctx, "p/a", []byte("x")) },
-		"put from": func() error {
-			_, err := b.PutFrom(ctx, "p/a", func(w io.Writer) error {
-				_, err := io.WriteString(w, "x")
-				return err
-			})
-			return err
-		},
-	} {
-		t.Run(op, func(t *testing.T) {
-			require.ErrorContains(t, run(), "malformed response")
-		})
+	for op, run := range bucketOps(b) {
+		if strings.HasPrefix(op, "put") { // put, put if absent, put from
+			t.Run(op, func(t *testing.T) { require.ErrorContains(t, run(), "malformed response") })
+		}
 	}
 }
 
@@ -260,18 +249,7 @@ func TestGCSUploadAnswerWithNullACLFails(t *testing.T) {
 // it, once, and the operation fails.
 func TestGCSErrorAnswerIsReadUpToALimit(t *testing.T) {
 	var requests atomic.Int64
-	b := openHostileGCS(t, func(w http.ResponseWriter, r *http.Request) {
-		requests.Add(1)
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.Header().Set("Connection", "close")        // as in TestS3AnswersAreReadUpToALimit
-		w.WriteHeader(http.StatusServiceUnavailable) // which the GCS client retries
-		chunk := []byte(strings.Repeat("x", 64<<10))
-		for range 1024 {
-			if _, err := w.Write(chunk); err != nil {
-				return // the client stopped reading
-			}
-		}
-	})
+	b := openHostileGCS(t, hugeAnswer(&requests, http.StatusServiceUnavailable)) // which the GCS client retries
 	// Read whole, the body took about 384 MB; an upload allocates the GCS writer's 16 MiB
 	// chunk buffer of its own, so the bound is 32 MiB.
 	requireAnswersRefusedOnce(t, bucketOps(b), &requests, 32<<20)

@@ -290,9 +290,9 @@ func refusingTokenEndpoint(t *testing.T, path, body string, refused *atomic.Int6
 
 // oauth2 reports the refusal of an external account's token exchange (STS) and of an
 // impersonation as text (`oauth2/google: status code 400: <body>`), not as a RetrieveError,
-// so such a refusal whose description held "connection reset" or the like was still asked
-// again until --storage-stall-timeout (3 requests in 3 s) after finding 140. The token
-// client's transport now tells the credentials' token source the answer it refused with.
+// so such a refusal whose description held "connection reset" or the like was asked again
+// until --storage-stall-timeout (3 requests in 3 s). The token client's transport now tells
+// the credentials' token source the answer it refused with.
 func TestGCSTokenExchangeRefusalIsNotRetriedWhateverItsReason(t *testing.T) {
 	oauthRefusal := fmt.Sprintf(`{"error":"invalid_grant","error_description":%q}`, tokenRefusalReason)
 	googleRefusal := fmt.Sprintf(`{"error":{"code":400,"message":%q,"status":"INVALID_ARGUMENT"}}`,

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/stretchr/testify/require"
 	raw "google.golang.org/api/storage/v1"
 )
 
@@ -36,9 +37,7 @@ func gcsListPage(tb testing.TB, n int) []byte {
 		})
 	}
 	body, err := json.Marshal(page)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	require.NoError(tb, err)
 	return body
 }
 

@@ -65,9 +65,7 @@ func TestFileBucketFIFOAndSocketAreNotObjects(t *testing.T) {
 			_, err := b.Get(ctx, key)
 			return err
 		})
-		if !errors.Is(err, ErrNotFound) {
-			t.Errorf("Get(%q) = %v, want ErrNotFound", key, err)
-		}
+		require.ErrorIs(t, err, ErrNotFound, "Get(%q)", key)
 	}
 	for _, prefix := range []string{"k/dir/", "k/dir/x"} {
 		var listed []ObjectInfo
@@ -76,19 +74,14 @@ func TestFileBucketFIFOAndSocketAreNotObjects(t *testing.T) {
 			listed, _, err = b.ListPageWhere(ctx, prefix, "", 10, nil)
 			return err
 		})
-		if err != nil || len(listed) != 0 {
-			t.Errorf("ListPageWhere(%q) = %v, %v; want nothing", prefix, listed, err)
-		}
+		require.NoError(t, err, "ListPageWhere(%q)", prefix)
+		require.Empty(t, listed, "ListPageWhere(%q)", prefix)
 		err = finishOrUnblock(t, "Walk "+prefix, fifos, func() error {
 			return b.Walk(ctx, prefix, func(o ObjectInfo) error { return errors.New("listed " + o.Key) })
 		})
-		if err != nil {
-			t.Errorf("Walk(%q): %v", prefix, err)
-		}
+		require.NoError(t, err, "Walk(%q)", prefix)
 	}
-	if got, err := b.List(ctx, "k/"); err != nil || len(got) != 1 || got[0].Key != "k/object" {
-		t.Errorf("List(k/) = %v, %v; want only k/object", got, err)
-	}
+	require.Equal(t, []string{"k/object"}, listKeys(t, b, "k/"))
 }
 
 // TestFileBucketSymlinksDoNotLeadOutOfTheRoot: a symlink in the root, to an object or to a
@@ -136,21 +129,15 @@ func TestFileBucketSymlinksDoNotLeadOutOfTheRoot(t *testing.T) {
 			t.Errorf("PutIfAbsent(%q) = %v, want an error other than invalid input or lost race", key, err)
 		}
 	}
-	if err := b.Delete(ctx, "k/dir/secret"); err == nil {
-		t.Errorf("Delete(k/dir/secret) = nil, want an error")
-	}
+	require.Error(t, b.Delete(ctx, "k/dir/secret"), "Delete(k/dir/secret)")
 	if got, err := os.ReadFile(secret); err != nil || string(got) != "outside the root" {
 		t.Errorf("the file outside the root after the writes: %q, %v", got, err)
 	}
 	if ents, err := os.ReadDir(outside); err != nil || len(ents) != 1 || ents[0].Name() != "secret" {
 		t.Errorf("outside the root after the writes: %v, %v; want only secret", ents, err)
 	}
-	if got, err := b.List(ctx, ""); err != nil || len(got) != 1 || got[0].Key != "k/object" {
-		t.Errorf("List() = %v, %v; want only k/object", got, err)
-	}
-	if got, err := b.Get(ctx, "k/object"); err != nil || string(got) != "x" {
-		t.Errorf("Get(k/object) under a symlinked root = %q, %v", got, err)
-	}
+	require.Equal(t, []string{"k/object"}, listKeys(t, b, ""))
+	require.Equal(t, "x", mustGet(t, b, "k/object"), "Get(k/object) under a symlinked root")
 }
 
 // TestFileBucketCreateOnlyOverANonObjectSaysSo: a create-only write whose name a directory, a
@@ -172,9 +159,7 @@ func TestFileBucketCreateOnlyOverANonObjectSaysSo(t *testing.T) {
 			t.Errorf("PutIfAbsent(%q) = %v, want it named a %s, not a lost race", key, err, kind)
 		}
 	}
-	if err := b.PutIfAbsent(ctx, "k/object", []byte("w")); !errors.Is(err, ErrAlreadyExists) {
-		t.Errorf("PutIfAbsent(k/object) = %v, want ErrAlreadyExists", err)
-	}
+	require.ErrorIs(t, b.PutIfAbsent(ctx, "k/object", []byte("w")), ErrAlreadyExists)
 }
 
 // rootsInTheWay makes in a temporary directory dir roots that cannot be a directory: a file
@@ -256,13 +241,9 @@ func TestFileRootThatCannotBeADirectoryIsInvalid(t *testing.T) {
 			require.ErrorContains(t, err, want, "%s(%q)", name, u)
 		}
 	}
-	if _, err := os.Lstat(filepath.Join(dir, "nowhere")); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("a dangling symlink's target was created: %v", err)
-	}
-	missing := filepath.Join(dir, "not", "yet")
-	if err := CheckURL(ctx, "file://"+missing); err != nil {
-		t.Errorf("CheckURL of a root OpenBucket creates: %v", err)
-	}
+	_, err := os.Lstat(filepath.Join(dir, "nowhere"))
+	require.ErrorIs(t, err, fs.ErrNotExist, "a dangling symlink's target was created")
+	require.NoError(t, CheckURL(ctx, "file://"+filepath.Join(dir, "not", "yet")), "CheckURL of a root OpenBucket creates")
 }
 
 func closeIf(b *Bucket) {
@@ -290,9 +271,8 @@ func TestFileRootThatCannotBeCreatedIsInvalid(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalidInput, "EPERM on the root")
 	require.ErrorContains(t, err, `root "/r/x" cannot be created (operation not permitted)`)
 	err = rootMkdirError(u, "/r/x", &fs.PathError{Op: "mkdir", Path: "/r", Err: syscall.EIO})
-	if err == nil || errors.Is(err, ErrInvalidInput) {
-		t.Errorf("EIO: %v, want a failure, not invalid input", err)
-	}
+	require.Error(t, err, "EIO")
+	require.NotErrorIs(t, err, ErrInvalidInput, "EIO")
 
 	if _, err := os.Stat("/proc/self"); err != nil {
 		t.Skip("no /proc here")

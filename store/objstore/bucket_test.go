@@ -2,7 +2,6 @@ package objstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"net/url"
@@ -55,35 +54,27 @@ func testBackends() []testBackend {
 func mustOpen(t *testing.T, u string) *Bucket {
 	t.Helper()
 	b, err := OpenBucket(context.Background(), u)
-	if err != nil {
-		t.Fatalf("OpenBucket(%q): %v", u, err)
-	}
+	require.NoError(t, err, "OpenBucket(%q)", u)
 	t.Cleanup(func() { _ = b.Close() })
 	return b
 }
 
 func mustPut(t *testing.T, b *Bucket, key, data string) {
 	t.Helper()
-	if err := b.Put(context.Background(), key, []byte(data)); err != nil {
-		t.Fatalf("Put(%q): %v", key, err)
-	}
+	require.NoError(t, b.Put(context.Background(), key, []byte(data)), "Put(%q)", key)
 }
 
 func mustGet(t *testing.T, b *Bucket, key string) string {
 	t.Helper()
 	data, err := b.Get(context.Background(), key)
-	if err != nil {
-		t.Fatalf("Get(%q): %v", key, err)
-	}
+	require.NoError(t, err, "Get(%q)", key)
 	return string(data)
 }
 
 func listKeys(t *testing.T, b *Bucket, prefix string) []string {
 	t.Helper()
 	objs, err := b.List(context.Background(), prefix)
-	if err != nil {
-		t.Fatalf("List(%q): %v", prefix, err)
-	}
+	require.NoError(t, err, "List(%q)", prefix)
 	keys := []string{}
 	for _, o := range objs {
 		keys = append(keys, o.Key)
@@ -94,9 +85,7 @@ func listKeys(t *testing.T, b *Bucket, prefix string) []string {
 func listDirs(t *testing.T, b *Bucket, prefix string) []string {
 	t.Helper()
 	dirs, err := b.ListDirs(context.Background(), prefix)
-	if err != nil {
-		t.Fatalf("ListDirs(%q): %v", prefix, err)
-	}
+	require.NoError(t, err, "ListDirs(%q)", prefix)
 	if dirs == nil {
 		dirs = []string{}
 	}
@@ -121,9 +110,7 @@ func TestOpenBucketSchemes(t *testing.T) {
 	// The gocloud schemes must be registered on walkeeper's mux (gocloud.go).
 	// file:// and mem:// are native (file.go, mem.go).
 	for _, s := range []string{"s3", "gs", "azblob"} {
-		if !gocloudMux.ValidBucketScheme(s) {
-			t.Errorf("scheme %q not registered", s)
-		}
+		require.True(t, gocloudMux.ValidBucketScheme(s), "scheme %q not registered", s)
 	}
 	ctx := context.Background()
 	for _, u := range []string{"ftp://x/y", "nope", "file://otherhost/tmp/x", "file://", "mem://x?bogus=1", "%zz"} {
@@ -140,24 +127,17 @@ func TestOpenBucketSchemes(t *testing.T) {
 		"s3://b?region=us-east-1&endpoint=ftp://x", "s3://b?region=us-east-1&endpoint=127.0.0.1:9000",
 		"s3://b?region=us-east-1&endpoint=", "s3://b?region=us-east-1&awssdk=v9",
 		"gs://b?bogus=1", "gs://b?grpc=true", "gs://b?zonal=1", "azblob://b?protocol=ftp"} {
-		if _, err := OpenBucket(ctx, u); !errors.Is(err, ErrInvalidInput) {
-			t.Errorf("OpenBucket(%q): %v, want ErrInvalidInput", u, err)
-		}
+		_, err := OpenBucket(ctx, u)
+		require.ErrorIs(t, err, ErrInvalidInput, u)
 	}
-	// An S3 URL opens without touching the network (credentials are resolved lazily).
-	const s3URL = "s3://walkeeper-test-bucket?region=us-east-1"
-	b, err := OpenBucket(ctx, s3URL)
-	require.NoError(t, err)
-	require.Equal(t, s3URL, b.URL())
-	require.NoError(t, b.Close())
-	for _, u := range []string{"s3://b?region=us-east-1&endpoint=http://127.0.0.1:9000&use_path_style=true&awssdk=v2",
+	// S3 URLs open without touching the network (credentials are resolved lazily).
+	for _, u := range []string{"s3://walkeeper-test-bucket?region=us-east-1",
+		"s3://b?region=us-east-1&endpoint=http://127.0.0.1:9000&use_path_style=true&awssdk=v2",
 		"s3://b?region=us-east-1&endpoint=https://minio.internal"} {
 		b, err := OpenBucket(ctx, u)
-		if err != nil {
-			t.Errorf("OpenBucket(%q): %v", u, err)
-			continue
-		}
-		_ = b.Close()
+		require.NoError(t, err, u)
+		require.Equal(t, u, b.URL())
+		require.NoError(t, b.Close(), u)
 	}
 }
 
@@ -187,21 +167,16 @@ func TestCheckURLCreatesNothing(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "not", "yet")
 	mem := newMemURL()
 	for _, u := range []string{"file://" + root + "?nosync=1", mem, "s3://b?region=us-east-1"} {
-		if err := CheckURL(ctx, u); err != nil {
-			t.Errorf("CheckURL(%q): %v", u, err)
-		}
+		require.NoError(t, CheckURL(ctx, u), u)
 	}
-	if _, err := os.Stat(root); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("CheckURL created the file:// root: %v", err)
-	}
+	_, err := os.Stat(root)
+	require.ErrorIs(t, err, fs.ErrNotExist, "CheckURL created the file:// root")
 	memBuckets.Lock()
 	_, registered := memBuckets.m[mem]
 	memBuckets.Unlock()
 	require.False(t, registered, "CheckURL registered a mem:// bucket")
 	for _, u := range []string{"file://" + root + "?nosync=maybe", "mem://x?y=1", "ftp://x",
 		"s3://b?region=us-east-1&profile=walkeeper-no-such-profile"} {
-		if err := CheckURL(ctx, u); !errors.Is(err, ErrInvalidInput) {
-			t.Errorf("CheckURL(%q): %v, want ErrInvalidInput", u, err)
-		}
+		require.ErrorIs(t, CheckURL(ctx, u), ErrInvalidInput, u)
 	}
 }

@@ -149,6 +149,24 @@ func gceMetadataAt(t *testing.T, srv *httptest.Server) {
 	}
 }
 
+// gceMetadata serves a metadata server of project "p" whose token requests token answers,
+// and names it in GCE_METADATA_HOST.
+func gceMetadata(t *testing.T, token http.HandlerFunc) {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/token"):
+			token(w, r)
+		case strings.HasSuffix(r.URL.Path, "/project/project-id"):
+			_, _ = io.WriteString(w, "p")
+		default:
+			w.WriteHeader(http.StatusNotFound)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	gceMetadataAt(t, srv)
+}
+
 // Application Default Credentials read the metadata server's project ID at load, through the
 // metadata package's own client, which reads an answer whole (64 MiB took 500 MB); it is now
 // read through a bounded client, and a server past the bound gives no credentials.
@@ -188,19 +206,7 @@ func TestGCSMetadataTokenAnswerIsReadUpToALimit(t *testing.T) {
 	for _, status := range []int{http.StatusOK, http.StatusServiceUnavailable} {
 		t.Run(fmt.Sprint(status), func(t *testing.T) {
 			var tokens atomic.Int64
-			huge := hugeTokenAnswer(status, &tokens)
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				switch {
-				case strings.HasSuffix(r.URL.Path, "/token"):
-					huge(w, r)
-				case strings.HasSuffix(r.URL.Path, "/project/project-id"):
-					_, _ = io.WriteString(w, "p")
-				default:
-					w.WriteHeader(http.StatusNotFound)
-				}
-			}))
-			t.Cleanup(srv.Close)
-			gceMetadataAt(t, srv)
+			gceMetadata(t, hugeTokenAnswer(status, &tokens))
 			requireTokenAnswerRefusedOnce(t, fmt.Sprintf("gce%d.invalid", status), &tokens)
 		})
 	}
@@ -251,20 +257,11 @@ func TestGCSMetadataTokenRefusalIsNotRetriedWhateverItsReason(t *testing.T) {
 		return
 	}
 	var requests atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case strings.HasSuffix(r.URL.Path, "/token"):
-			requests.Add(1)
-			w.WriteHeader(http.StatusBadRequest)
-			_, _ = io.WriteString(w, tokenRefusalReason)
-		case strings.HasSuffix(r.URL.Path, "/project/project-id"):
-			_, _ = io.WriteString(w, "p")
-		default:
-			w.WriteHeader(http.StatusNotFound)
-		}
-	}))
-	t.Cleanup(srv.Close)
-	gceMetadataAt(t, srv)
+	gceMetadata(t, func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = io.WriteString(w, tokenRefusalReason)
+	})
 	requireTokenRefusedOnce(t, "gcerefused.invalid", tokenRefusalReason, &requests)
 }
 

@@ -220,11 +220,12 @@ target, is not triggered (exit 1); 'walkeeper schedule ensure' restores its acti
 workflow under a window's ID signaled unless it is the SweepWindow the schedule started.`,
 		Args: cli.Args(cobra.NoArgs),
 		RunE: with(func(ctx context.Context, c client.Client, id string, t store.Target, out io.Writer) error {
-			msg, err := "schedule "+id+" triggered", error(nil)
+			var msg string
+			var err error
 			if sf.target == "" {
 				msg, err = temporaladmin.SweepNow(ctx, c)
 			} else {
-				err = temporaladmin.TriggerTargetSchedule(ctx, c, t)
+				msg, err = "schedule "+id+" triggered", temporaladmin.TriggerTargetSchedule(ctx, c, t)
 			}
 			if err != nil {
 				return err

@@ -294,15 +294,15 @@ func TestTemporalOverheadQuick(t *testing.T) {
 		t.Errorf("MergeWal adds %.0f ms per 1 MiB merge over the direct loop > %.0f ms", over, 1000*raceSlowdown)
 	}
 	// The sweep over idle stores: 0.20 s for 1,000 stores in the recorded run, against 151 ms
-	// for a one-generation MergeWal measured in the same run (1.3×). Both are a workflow and a
-	// few activities on the same server, so the ratio holds on a loaded machine; the quick run
-	// sweeps 100 stores (0.22 s against a 224 ms MergeWal at load 12), so a sweep slower than
-	// two one-generation merges is a regression of over 2× (serial scans, a scan per store in
-	// the workflow, ...). The fastest of the sweeps is compared, since one sweep is one sample
-	// against a median of merges, which a busy moment on a shared machine can slow alone.
-	sweep := value(t, res, "sweep_best_s")
-	if limit := 2 * wfP50 / 1000; sweep > limit {
-		t.Errorf("fastest sweep over idle stores took %.2fs > %.2fs (2 × a one-pass MergeWal's p50, same run)", sweep, limit)
+	// for a one-generation MergeWal (1.3×). Both are a workflow and a few activities on the
+	// same server, and each sweep is timed right after such a merge, so their ratio holds on a
+	// loaded machine: the quick run's 100 stores sweep in 0.54–0.83× the merge before them on an
+	// idle machine. The median over five pairs above 2 is a sweep about 3× slower (serial scans,
+	// a scan per store in the workflow, ...): 200 ms more per kind's scan made it 3.3× and
+	// failed, 100 ms (a sweep 2.5× slower) 1.7× and passed. A busy moment slows a pair or two,
+	// not the median.
+	if r := value(t, res, "sweep_vs_merge"); r > 2 {
+		t.Errorf("a sweep over idle stores took %.2f× the one-generation MergeWal just before it (median of the pairs) > 2×", r)
 	}
 }
 

@@ -37,6 +37,7 @@ checks=(
   "read-skips-pending|./bench/|^TestReadAmpQuick\$|-|the newest pending generation's value"
   "merge-all-one-pass|./bench/|^TestReadAmpQuick\$|-|merging left [0-9]+ generations pending"
   "merge-wal-timer-per-pass|./bench/|^TestTemporalOverheadQuick\$|-|MergeWal adds .* the bare 4-activity workflow"
+  "sweep-scan-slower|./bench/|^TestTemporalOverheadQuick\$|-|a sweep over idle stores took .* the one-generation MergeWal just before it"
   "overdraft-does-not-panic|./store/|^TestMemAccountOverdraftIsBudgetBusy\$|GOFLAGS=-race|race build: an overdraft must panic"
   "history-duration-zero|./cmd/walkeeper/|^TestHistoryAgainstTemporal\$|-|Messages:[[:space:]]+(MergeWal|CompactBase) duration"
   "merge-wal-watchdog-timer|./test/integration/|^TestMergeWalActionsPerPass\$|-|timers in a happy-path merge"

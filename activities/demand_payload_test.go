@@ -32,14 +32,14 @@ func TestFindingScanDemandOfLongNamesFitsItsPayload(t *testing.T) {
 			require.NoError(t, b.Put(context.Background(), key, nil))
 		}
 	}
-	env := activityEnv(t, &Activities{DB: store.OpenDBOnBucket(b, store.DefaultOptions())})
-	v, err := env.ExecuteActivity(contract.ScanDemandActivity, contract.ScanDemandParams{
-		Kind: "generic", MaxCandidates: contract.MaxDemandCandidates, MergeMinGenerations: 1,
-		AsOf: sealed.Add(1000 * time.Hour),
-	})
-	require.NoError(t, err)
-	var res contract.ScanDemandResult
-	require.NoError(t, v.Get(&res))
+	env := newActivityEnv(t, &Activities{DB: store.OpenDBOnBucket(b, store.DefaultOptions())})
+	scan := func(after *contract.DemandTarget) contract.ScanDemandResult {
+		return mustRun[contract.ScanDemandResult](t, env, contract.ScanDemandActivity, contract.ScanDemandParams{
+			Kind: "generic", MaxCandidates: contract.MaxDemandCandidates, MergeMinGenerations: 1,
+			AsOf: sealed.Add(1000 * time.Hour), After: after,
+		})
+	}
+	res := scan(nil)
 	raw, err := json.Marshal(res)
 	require.NoError(t, err)
 	t.Logf("%d of %d candidates in %d bytes", len(res.Targets), res.Qualified, len(raw))
@@ -52,14 +52,7 @@ func TestFindingScanDemandOfLongNamesFitsItsPayload(t *testing.T) {
 	}
 	// What was cut is what the next page starts after: no store more indebted than the last kept
 	// was left out.
-	kept := res.Targets[len(res.Targets)-1]
-	v, err = env.ExecuteActivity(contract.ScanDemandActivity, contract.ScanDemandParams{
-		Kind: "generic", MaxCandidates: contract.MaxDemandCandidates, MergeMinGenerations: 1,
-		AsOf: sealed.Add(1000 * time.Hour), After: &kept,
-	})
-	require.NoError(t, err)
-	var next contract.ScanDemandResult
-	require.NoError(t, v.Get(&next))
+	next := scan(&res.Targets[len(res.Targets)-1])
 	require.Equal(t, contract.MaxDemandCandidates-len(res.Targets), next.Qualified)
 	require.Len(t, next.Targets, next.Qualified)
 }

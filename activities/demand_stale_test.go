@@ -41,14 +41,11 @@ func TestMergeWalListingWithNothingPendingDeletesStaleDemandRecords(t *testing.T
 		require.NoError(t, b.Put(ctx, k, body))
 	}
 
-	env := activityEnv(t, &Activities{DB: db})
+	env := newActivityEnv(t, &Activities{DB: db})
 	scan := func() contract.ScanDemandResult { return scanGenericDemand(t, env) }
 	require.Len(t, scan().Targets, 1, "the stale records read as debt")
 
-	v, err := env.ExecuteActivity(contract.ListPendingShardsActivity, contract.ListPendingShardsParams{Target: "generic:stale"})
-	require.NoError(t, err)
-	var listed contract.ListPendingShardsResult
-	require.NoError(t, v.Get(&listed))
+	listed := mustRun[contract.ListPendingShardsResult](t, env, contract.ListPendingShardsActivity, contract.ListPendingShardsParams{Target: "generic:stale"})
 	require.Empty(t, listed.Shards)
 
 	res := scan()
@@ -77,18 +74,15 @@ func TestMergeWalListingOfAMissingStoreDeletesItsDemandRecords(t *testing.T) {
 	// Fresh DBs: the writer's handle would still serve the store from memory. Records younger
 	// than a seal in flight stay.
 	young := openDB(t, url, "w3")
-	_, err = activityEnv(t, &Activities{DB: young}).ExecuteActivity(contract.ListPendingShardsActivity, contract.ListPendingShardsParams{Target: "generic:ghost"})
+	_, err = newActivityEnv(t, &Activities{DB: young}).ExecuteActivity(contract.ListPendingShardsActivity, contract.ListPendingShardsParams{Target: "generic:ghost"})
 	require.Error(t, err)
 	objs, err := b.List(ctx, "_demand/generic/ghost/")
 	require.NoError(t, err)
 	require.Len(t, objs, 2, "records younger than DemandOrphanAge stay")
-	opts := store.DefaultOptions()
-	opts.InstanceID = "w2"
-	opts.Now = func() time.Time { return time.Now().Add(store.DemandOrphanAge + time.Minute) }
-	db2, err := store.OpenDB(ctx, url, opts)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = db2.Close(ctx) })
-	env := activityEnv(t, &Activities{DB: db2})
+	db2 := openDB(t, url, "w2", func(o *store.Options) {
+		o.Now = func() time.Time { return time.Now().Add(store.DemandOrphanAge + time.Minute) }
+	})
+	env := newActivityEnv(t, &Activities{DB: db2})
 	scan := func() contract.ScanDemandResult { return scanGenericDemand(t, env) }
 	require.Len(t, scan().Targets, 1)
 

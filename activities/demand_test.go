@@ -12,7 +12,6 @@ import (
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/mocks"
-	"go.temporal.io/sdk/testsuite"
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/testkit/requestcount"
@@ -28,13 +27,6 @@ type maintenanceRecorder struct {
 func (m *maintenanceRecorder) ActivityDone(string, store.Kind, string, time.Duration) {}
 func (m *maintenanceRecorder) MaintenanceSucceeded(workflow string, _ time.Time) {
 	m.got = append(m.got, workflow)
-}
-
-func activityEnv(t *testing.T, a *Activities) *testsuite.TestActivityEnvironment {
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestActivityEnvironment()
-	Register(env, a)
-	return env
 }
 
 // ScanDemand returns at most MaxCandidates stores over a threshold, most indebted first,
@@ -54,14 +46,11 @@ func TestScanDemandKeepsTheMostIndebtedCandidates(t *testing.T) {
 	b, err := objstore.OpenBucket(context.Background(), url)
 	require.NoError(t, err)
 	scanDB := store.OpenDBOnBucket(b.WithFaults(counter), store.DefaultOptions())
-	env := activityEnv(t, &Activities{DB: scanDB})
+	env := newActivityEnv(t, &Activities{DB: scanDB})
 	now := time.Now().Add(2 * time.Hour)
-	v, err := env.ExecuteActivity(contract.ScanDemandActivity, contract.ScanDemandParams{
+	res := mustRun[contract.ScanDemandResult](t, env, contract.ScanDemandActivity, contract.ScanDemandParams{
 		Kind: "generic", MaxCandidates: 2, MergeMinGenerations: 3, MaxPendingAge: 3 * time.Hour, AsOf: now,
 	})
-	require.NoError(t, err)
-	var res contract.ScanDemandResult
-	require.NoError(t, v.Get(&res))
 	require.Equal(t, 5, res.StoresWithDebt)
 	require.Equal(t, 14, res.Records)
 	require.Equal(t, 3, res.Qualified, "five, four, three over 3 pending; nothing old enough")
@@ -75,11 +64,9 @@ func TestScanDemandKeepsTheMostIndebtedCandidates(t *testing.T) {
 	require.EqualValues(t, 1, c.List)
 
 	// With a shorter age every store with debt qualifies, aged and one included.
-	v, err = env.ExecuteActivity(contract.ScanDemandActivity, contract.ScanDemandParams{
+	res = mustRun[contract.ScanDemandResult](t, env, contract.ScanDemandActivity, contract.ScanDemandParams{
 		Kind: "generic", MaxCandidates: 10, MergeMinGenerations: 3, MaxPendingAge: time.Hour, AsOf: now,
 	})
-	require.NoError(t, err)
-	require.NoError(t, v.Get(&res))
 	require.Equal(t, 5, res.Qualified)
 	require.Len(t, res.Targets, 5)
 
@@ -97,18 +84,15 @@ func TestScanDemandPagesInDebtOrder(t *testing.T) {
 	seal(t, db, "generic:three", []string{"a"}, []string{"b"}, []string{"c"})
 	seal(t, db, "generic:two", []string{"a"}, []string{"b"})
 	seal(t, db, "generic:one", []string{"a"})
-	env := activityEnv(t, &Activities{DB: openDB(t, url, "scan")})
+	env := newActivityEnv(t, &Activities{DB: openDB(t, url, "scan")})
 	asOf := time.Now().Add(time.Hour)
 	var got []string
 	var qualified []int
 	var after *contract.DemandTarget
 	for page := 0; page < 4; page++ {
-		v, err := env.ExecuteActivity(contract.ScanDemandActivity, contract.ScanDemandParams{
+		res := mustRun[contract.ScanDemandResult](t, env, contract.ScanDemandActivity, contract.ScanDemandParams{
 			Kind: "generic", MaxCandidates: 2, MergeMinGenerations: 2, After: after, AsOf: asOf,
 		})
-		require.NoError(t, err)
-		var res contract.ScanDemandResult
-		require.NoError(t, v.Get(&res))
 		require.Equal(t, 5, res.StoresWithDebt, "every page lists the whole index")
 		qualified = append(qualified, res.Qualified)
 		got = append(got, demandTargets(res)...)
@@ -123,7 +107,7 @@ func TestScanDemandPagesInDebtOrder(t *testing.T) {
 
 func TestRecordMaintenance(t *testing.T) {
 	m := &maintenanceRecorder{}
-	env := activityEnv(t, &Activities{Metrics: m})
+	env := newActivityEnv(t, &Activities{Metrics: m})
 	_, err := env.ExecuteActivity(contract.RecordMaintenanceActivity, contract.RecordMaintenanceParams{Workflow: contract.MaintenanceSweepName})
 	require.NoError(t, err)
 	require.Equal(t, []string{contract.MaintenanceSweepName}, m.got)
@@ -158,15 +142,12 @@ func TestReconcilePagesPastForeignRegistryKeys(t *testing.T) {
 	for _, k := range []string{".DS_Store", "README.txt", "a/b", "m.json.bak", "n-1.txt", "n-2.txt", "n-3.txt"} {
 		require.NoError(t, b.Put(ctx, "_registry/generic/"+k, []byte("x")))
 	}
-	env := activityEnv(t, &Activities{DB: db})
+	env := newActivityEnv(t, &Activities{DB: db})
 	var stores int
 	after := ""
 	for pages := 0; ; pages++ {
 		require.Less(t, pages, 4, "the walk ends")
-		v, err := env.ExecuteActivity(contract.ReconcilePageActivity, contract.ReconcilePageParams{Kind: "generic", After: after, Limit: 1})
-		require.NoError(t, err)
-		var res contract.ReconcilePageResult
-		require.NoError(t, v.Get(&res))
+		res := mustRun[contract.ReconcilePageResult](t, env, contract.ReconcilePageActivity, contract.ReconcilePageParams{Kind: "generic", After: after, Limit: 1})
 		require.Zero(t, res.Counts.Unreadable, "%+v", res.Problems)
 		stores += res.Counts.Stores
 		if res.Next == "" {
@@ -200,7 +181,7 @@ func TestScanDemandLeavesOutStoresWhoseMergeIsRunning(t *testing.T) {
 				{Execution: &commonpb.WorkflowExecution{WorkflowId: "merge-wal/generic/five"}}}}, nil
 		})
 	scan := func(a *Activities) contract.ScanDemandResult {
-		return mustRun[contract.ScanDemandResult](t, activityEnv(t, a), contract.ScanDemandActivity,
+		return mustRun[contract.ScanDemandResult](t, newActivityEnv(t, a), contract.ScanDemandActivity,
 			contract.ScanDemandParams{Kind: "generic", MaxCandidates: 2, MergeMinGenerations: 3})
 	}
 

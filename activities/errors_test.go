@@ -11,7 +11,6 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/testsuite"
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
@@ -103,16 +102,11 @@ func TestToTemporalPassThrough(t *testing.T) {
 }
 
 func TestMappedErrorsSurviveTheActivityBoundary(t *testing.T) {
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestActivityEnvironment()
-	fail := func(ctx context.Context, mark string) error {
-		return ToTemporal(fmt.Errorf("boom: %w", map[string]error{
-			"stale":   store.ErrStalePreparation,
-			"corrupt": store.ErrCorrupt,
-			"busy":    store.ErrBudgetBusy,
-		}[mark]))
-	}
-	env.RegisterActivityWithOptions(fail, activity.RegisterOptions{Name: "fail"})
+	marks := map[string]error{"stale": store.ErrStalePreparation, "corrupt": store.ErrCorrupt, "busy": store.ErrBudgetBusy}
+	env := newActivityEnv(t, &Activities{})
+	env.RegisterActivityWithOptions(func(ctx context.Context, mark string) error {
+		return ToTemporal(fmt.Errorf("boom: %w", marks[mark]))
+	}, activity.RegisterOptions{Name: "fail"})
 	for mark, want := range map[string]struct {
 		typ          string
 		nonRetryable bool

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
@@ -30,11 +29,14 @@ func memURL(t *testing.T) string {
 	return fmt.Sprintf("mem://activities-%s-%d", strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()), urlSeq.Add(1))
 }
 
-// openDB opens a DB for one writer instance on url.
-func openDB(t *testing.T, url, instance string) *store.DB {
+// openDB opens a DB for one writer instance on url, its options changed by tweak.
+func openDB(t *testing.T, url, instance string, tweak ...func(*store.Options)) *store.DB {
 	t.Helper()
 	opts := store.DefaultOptions()
 	opts.InstanceID = instance
+	for _, f := range tweak {
+		f(&opts)
+	}
 	db, err := store.OpenDB(context.Background(), url, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close(context.Background()) })
@@ -86,30 +88,15 @@ func newTestWorkflowEnv() *testsuite.TestWorkflowEnvironment {
 	return env
 }
 
+// newActivityEnv runs a's activities, under their production names, inside a test workflow,
+// as a worker does.
 func newActivityEnv(t *testing.T, a *Activities) *testsuite.TestActivityEnvironment {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
 	env.SetExecuteActivitiesInWorkflow(true)
-	registerActivities(env, a)
+	Register(env, a)
 	return env
-}
-
-// registerActivities registers a under the production names on an activity environment
-// (which is not a full worker.Registry).
-func registerActivities(env interface {
-	RegisterActivityWithOptions(any, activity.RegisterOptions)
-}, a *Activities) {
-	for name, fn := range map[string]any{
-		contract.ListPendingShardsActivity: a.ListPendingShards,
-		contract.PrepareActivity:           a.Prepare,
-		contract.CommitRoundActivity:       a.CommitRound,
-		contract.AbortActivity:             a.Abort,
-		contract.CompactBaseActivity:       a.CompactBase,
-		contract.StartWorkflowsActivity:    a.StartWorkflows,
-	} {
-		env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
-	}
 }
 
 func run[T any](t *testing.T, env *testsuite.TestActivityEnvironment, name string, arg any) (T, error) {

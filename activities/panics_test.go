@@ -45,7 +45,7 @@ func TestFindingAPanicInAReconcileGoroutineIsAnUnreadableStore(t *testing.T) {
 	t.Cleanup(func() { _ = db.Close(context.Background()) })
 
 	before := store.RecoveredPanics()
-	res := mustRun[contract.ReconcilePageResult](t, activityEnv(t, &Activities{DB: db}), contract.ReconcilePageActivity,
+	res := mustRun[contract.ReconcilePageResult](t, newActivityEnv(t, &Activities{DB: db}), contract.ReconcilePageActivity,
 		contract.ReconcilePageParams{Kind: "generic", Limit: 10})
 	require.False(t, armed.Load(), "the fault was reached")
 	require.Equal(t, 1, res.Counts.Unreadable, "%+v", res)

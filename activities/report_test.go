@@ -16,7 +16,6 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/mocks"
 	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/walkeeper/walkeeper/contract"
@@ -51,6 +50,13 @@ func (r *signalRecorder) states() []string {
 	return out
 }
 
+// signal is the i-th state signalled.
+func (r *signalRecorder) signal(i int) contract.ActivityState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.got[i]
+}
+
 // runBackoffProbe runs an activity whose first attempt fails with first into a retry and
 // returns the states it signalled.
 func runBackoffProbe(t *testing.T, first error) *signalRecorder {
@@ -83,9 +89,7 @@ func runBackoffProbe(t *testing.T, first error) *signalRecorder {
 func TestReporterSignalsBackoffAndNextAttempt(t *testing.T) {
 	rec := runBackoffProbe(t, fmt.Errorf("first generation: %w", store.ErrBudgetBusy))
 	require.Equal(t, []string{"retrying@1", "running@2"}, rec.states())
-	rec.mu.Lock()
-	require.Contains(t, rec.got[0].Error, "merge memory budget busy")
-	rec.mu.Unlock()
+	require.Contains(t, rec.signal(0).Error, "merge memory budget busy")
 }
 
 // A retry's signal carries its error cut to MaxFailureTextBytes of JSON, where it carried the
@@ -94,12 +98,11 @@ func TestReporterSignalsBackoffAndNextAttempt(t *testing.T) {
 func TestFindingBackoffSignalCutsItsError(t *testing.T) {
 	rec := runBackoffProbe(t, fmt.Errorf("first generation: %s: %w", strings.Repeat("<", contract.MaxPayloadBytes), store.ErrBudgetBusy))
 	require.Equal(t, []string{"retrying@1", "running@2"}, rec.states())
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	raw, err := json.Marshal(rec.got[0])
+	got := rec.signal(0)
+	raw, err := json.Marshal(got)
 	require.NoError(t, err)
 	require.Less(t, len(raw), contract.MaxFailureTextBytes+256)
-	require.True(t, strings.HasPrefix(rec.got[0].Error, "first generation: <<<"), "%.40s", rec.got[0].Error)
+	require.True(t, strings.HasPrefix(got.Error, "first generation: <<<"), "%.40s", got.Error)
 }
 
 func TestReporterStaysQuietWithoutNotifyAfter(t *testing.T) {
@@ -112,9 +115,7 @@ func TestReporterStaysQuietWithoutNotifyAfter(t *testing.T) {
 		rep.finish(err)
 		return err
 	}
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestActivityEnvironment()
-	env.SetExecuteActivitiesInWorkflow(true)
+	env := newActivityEnv(t, a)
 	env.RegisterActivityWithOptions(probe, activity.RegisterOptions{Name: "probe"})
 	_, err := env.ExecuteActivity("probe")
 	require.Error(t, err)
@@ -126,14 +127,8 @@ func TestPrepareReportsBudgetWait(t *testing.T) {
 		t.Skip("waits out the budget-wait hint")
 	}
 	ctx := context.Background()
-	url := memURL(t)
 	budget := store.NewBudget(1 << 20)
-	opts := store.DefaultOptions()
-	opts.InstanceID = "w1"
-	opts.Budget = budget
-	db, err := store.OpenDB(ctx, url, opts)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = db.Close(ctx) })
+	db := openDB(t, memURL(t), "w1", func(o *store.Options) { o.Budget = budget })
 	seal(t, db, "generic:gs", []string{"a"}, []string{"b"})
 
 	// Someone else holds the whole budget until the prepare has reported its wait (or a
@@ -167,9 +162,7 @@ func TestPrepareSignalsBackoffOnRetryableFailure(t *testing.T) {
 		contract.PrepareParams{Target: "generic:gs", Shard: "s", NotifyAfter: time.Hour})
 	requireAppErr(t, err, contract.ErrTypeClosed, false)
 	require.Equal(t, []string{"retrying@1"}, rec.states(), "the workflow learns it backs off, and why")
-	rec.mu.Lock()
-	require.Contains(t, rec.got[0].Error, "closed")
-	rec.mu.Unlock()
+	require.Contains(t, rec.signal(0).Error, "closed")
 }
 
 // Progress is recorded between ticks and goes out with the next heartbeat of the reporter's

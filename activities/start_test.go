@@ -75,18 +75,9 @@ func TestStartWorkflowsStartsThroughTheSharedHelpers(t *testing.T) {
 	}
 }
 
-func TestStartWorkflowsFailsWhenEveryStartFails(t *testing.T) {
-	c, _ := fakeClient(map[string]error{"merge-wal/generic/gs": errors.New("unavailable")})
-	env := newActivityEnv(t, &Activities{Client: c})
-	_, err := run[contract.StartWorkflowsResult](t, env, contract.StartWorkflowsActivity, contract.StartWorkflowsParams{Starts: []contract.StartRequest{
-		{Workflow: contract.MergeWalWorkflow, Target: "generic:gs"},
-	}})
-	requireAppErr(t, err, contract.ErrTypeStartFailed, false)
-}
-
-// A batch in which no start can succeed on any retry (the server refuses the request or the
-// namespace, or the request itself is invalid) fails non-retryably; one retryable failure
-// among them keeps the batch retryable.
+// A batch whose every start failed fails StartFailed: non-retryably when no start can succeed
+// on any retry (the server refuses the request or the namespace, or the request itself is
+// invalid), retryably when one of them failed in a way a retry may pass.
 func TestStartWorkflowsFailsForGoodWhenEveryStartFailedForGood(t *testing.T) {
 	refused := map[string]error{
 		"merge-wal/generic/bad":  serviceerror.NewInvalidArgument("WorkflowId length exceeds limit"),

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
@@ -35,27 +34,27 @@ func TestPendingCapHoldsOnEveryWritePath(t *testing.T) {
 	appendOne := func(store, id string) (reply, error) {
 		return w.do(http.MethodPost, rowsPath(store), []byte(`[{"id":"`+id+`","n":1}]`), nil)
 	}
-
-	t.Run("append and delete at the cap", func(t *testing.T) {
-		for i := 0; i < pendingMax; i++ {
-			if r, err := appendOne("capped", fmt.Sprintf("a%d", i)); err != nil || r.Status != http.StatusOK {
+	fill := func(t *testing.T, store string, n int) {
+		for i := range n {
+			if r, err := appendOne(store, fmt.Sprintf("a%d", i)); err != nil || r.Status != http.StatusOK {
 				t.Fatalf("append %d below the cap: %v %s", i, err, r)
 			}
 		}
+	}
+
+	t.Run("append and delete at the cap", func(t *testing.T) {
+		fill(t, "capped", pendingMax)
 		if p := w.pendingGenerations(t, "capped"); p != pendingMax {
 			t.Fatalf("%d pending generations after %d seal-on-append appends, want %d", p, pendingMax, pendingMax)
 		}
 		before := w.listing(t)
-		r, err := appendOne("capped", "over")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if expectError(t, r, http.StatusServiceUnavailable, "too_many_pending", "append at the cap") && r.Header.Get("Retry-After") == "" {
-			t.Errorf("append at the cap: 503 without Retry-After")
-		}
-		r = w.call(t, http.MethodDelete, rowsPath("capped")+"/a0", nil, nil)
-		if expectError(t, r, http.StatusServiceUnavailable, "too_many_pending", "delete at the cap") && r.Header.Get("Retry-After") == "" {
-			t.Errorf("delete at the cap: 503 without Retry-After")
+		for what, r := range map[string]reply{
+			"append at the cap": w.call(t, http.MethodPost, rowsPath("capped"), []byte(`[{"id":"over","n":1}]`), nil),
+			"delete at the cap": w.call(t, http.MethodDelete, rowsPath("capped")+"/a0", nil, nil),
+		} {
+			if expectError(t, r, http.StatusServiceUnavailable, "too_many_pending", what) && r.Header.Get("Retry-After") == "" {
+				t.Errorf("%s: 503 without Retry-After", what)
+			}
 		}
 		if p := w.pendingGenerations(t, "capped"); p != pendingMax {
 			t.Errorf("%d pending generations after the refused writes, want %d", p, pendingMax)
@@ -64,26 +63,9 @@ func TestPendingCapHoldsOnEveryWritePath(t *testing.T) {
 	})
 
 	t.Run("racing writers do not overshoot", func(t *testing.T) {
-		for i := 0; i < pendingMax-1; i++ {
-			if r, err := appendOne("raced", fmt.Sprintf("a%d", i)); err != nil || r.Status != http.StatusOK {
-				t.Fatalf("append %d below the cap: %v %s", i, err, r)
-			}
-		}
+		fill(t, "raced", pendingMax-1)
 		const writers = 16
-		release := make(chan struct{})
-		var wg sync.WaitGroup
-		replies := make([]reply, writers)
-		errs := make([]error, writers)
-		for i := range writers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-release
-				replies[i], errs[i] = appendOne("raced", fmt.Sprintf("race%02d", i))
-			}()
-		}
-		close(release)
-		wg.Wait()
+		replies, errs := doAll(writers, func(i int) (reply, error) { return appendOne("raced", fmt.Sprintf("race%02d", i)) })
 		accepted := 0
 		for i := range writers {
 			switch {

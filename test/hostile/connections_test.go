@@ -40,6 +40,16 @@ func TestConnectionLimits(t *testing.T) {
 	w.createGeneric(t, "conn", []field{idField}, nil)
 	w.mustOK(t, http.MethodPost, rowsPath("conn"), []byte(`[{"id":"a"}]`))
 	before := w.listing(t)
+	// healthy asserts that a new client (what) is served /healthz within d.
+	healthy := func(t *testing.T, what string, d time.Duration) {
+		t.Helper()
+		start := time.Now()
+		if r, err := w.do(http.MethodGet, "/healthz", nil, nil); err != nil || r.Status != http.StatusOK {
+			t.Errorf("%s: %v %s", what, err, r)
+		} else if took := time.Since(start); took > d {
+			t.Errorf("%s was served only after %s", what, took)
+		}
+	}
 
 	t.Run("a body trickled too slowly is cut off", func(t *testing.T) {
 		conn, err := net.Dial("tcp", w.listen)
@@ -86,22 +96,12 @@ func TestConnectionLimits(t *testing.T) {
 		}
 		// The server's timeouts free the accepted ones (the read timeout, or a header timeout
 		// of its own), so a new client is served meanwhile, if not at once.
-		start := time.Now()
-		if r, err := w.do(http.MethodGet, "/healthz", nil, nil); err != nil || r.Status != http.StatusOK {
-			t.Errorf("a new client next to %d idle connections: %v %s", idle, err, r)
-		} else if took := time.Since(start); took > 30*time.Second {
-			t.Errorf("a new client next to %d idle connections was served only after %s", idle, took)
-		}
+		healthy(t, fmt.Sprintf("a new client next to %d idle connections", idle), 30*time.Second)
 		for _, c := range conns {
 			_ = c.Close()
 		}
 		conns = nil
-		start = time.Now()
-		if r, err := w.do(http.MethodGet, "/healthz", nil, nil); err != nil || r.Status != http.StatusOK {
-			t.Errorf("a new client once the idle connections closed: %v %s", err, r)
-		} else if took := time.Since(start); took > 5*time.Second {
-			t.Errorf("a new client once the idle connections closed was served only after %s", took)
-		}
+		healthy(t, "a new client once the idle connections closed", 5*time.Second)
 	})
 
 	t.Run("a megabyte of path", func(t *testing.T) {
@@ -148,8 +148,8 @@ func TestConnectionLimits(t *testing.T) {
 			t.Fatalf("create over a link loop: %s, want a 500", r)
 		}
 		expectError(t, r, http.StatusInternalServerError, "internal", "create over a link loop")
-		if !internalMessage.MatchString(r.message()) || strings.Contains(string(r.Body), w.root) {
-			t.Errorf("the 500 says %q; want only %q", r.message(), "internal error; see the worker log (request id <id>)")
+		if _, msg := r.errorFields(); !internalMessage.MatchString(msg) || strings.Contains(string(r.Body), w.root) {
+			t.Errorf("the 500 says %q; want only %q", msg, "internal error; see the worker log (request id <id>)")
 		}
 	})
 

@@ -3,6 +3,7 @@ package hostile
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -19,6 +21,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -265,41 +268,25 @@ type reply struct {
 	Body   []byte
 }
 
-// code is the stable error code of an error answer: {"code": ...} or {"error": {"code": ...}}.
-func (r reply) code() string {
+// errorFields are the stable code and the human-readable message of an error answer, in
+// either shape: {"code": ..., "error": "message"} or {"error": {"code": ..., "message": ...}}.
+func (r reply) errorFields() (code, message string) {
 	var flat struct {
 		Code  string          `json:"code"`
 		Error json.RawMessage `json:"error"`
 	}
 	if json.Unmarshal(r.Body, &flat) != nil {
-		return ""
+		return "", ""
 	}
-	if flat.Code != "" {
-		return flat.Code
+	if json.Unmarshal(flat.Error, &message) == nil {
+		return flat.Code, message
 	}
-	var nested struct{ Code string }
-	if json.Unmarshal(flat.Error, &nested) == nil {
-		return nested.Code
-	}
-	return ""
+	var nested struct{ Code, Message string }
+	_ = json.Unmarshal(flat.Error, &nested)
+	return cmp.Or(flat.Code, nested.Code), nested.Message
 }
 
-// message is the human-readable message of an error answer, in either shape.
-func (r reply) message() string {
-	var flat struct {
-		Error json.RawMessage `json:"error"`
-	}
-	if json.Unmarshal(r.Body, &flat) != nil {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(flat.Error, &s) == nil {
-		return s
-	}
-	var nested struct{ Message string }
-	_ = json.Unmarshal(flat.Error, &nested)
-	return nested.Message
-}
+func (r reply) code() string { c, _ := r.errorFields(); return c }
 
 func (r reply) String() string {
 	b := r.Body
@@ -362,6 +349,52 @@ func (w *worker) mustOK(t *testing.T, method, path string, body []byte) reply {
 		t.Fatalf("%s %s: %s", method, shorten(path), r)
 	}
 	return r
+}
+
+// doAll sends n requests at once, request i through req(i), and returns their answers.
+func doAll(n int, req func(i int) (reply, error)) ([]reply, []error) {
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	replies, errs := make([]reply, n), make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-release
+			replies[i], errs[i] = req(i)
+		}()
+	}
+	close(release)
+	wg.Wait()
+	return replies, errs
+}
+
+// eachPage GETs path, then path with after=<next> while a page names a next cursor, and hands
+// each 200 answer to page; more than maxPages pages fail t, as does any other answer.
+func (w *worker) eachPage(t *testing.T, path string, maxPages int, page func(n int, r reply)) {
+	t.Helper()
+	after := ""
+	for n := 1; n <= maxPages; n++ {
+		p := path
+		if after != "" {
+			sep := "?"
+			if strings.Contains(p, "?") {
+				sep = "&"
+			}
+			p += sep + "after=" + url.QueryEscape(after)
+		}
+		r := w.mustOK(t, http.MethodGet, p, nil)
+		page(n, r)
+		var next struct{ Next string }
+		if err := json.Unmarshal(r.Body, &next); err != nil {
+			t.Fatalf("GET %s: %v", shorten(p), err)
+		}
+		if next.Next == "" {
+			return
+		}
+		after = next.Next
+	}
+	t.Fatalf("GET %s: more than %d pages: the cursor does not advance", shorten(path), maxPages)
 }
 
 // expectError asserts status and code; it reports (not fails) so one test lists every answer.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 )
 
@@ -50,17 +49,7 @@ func TestWideRowAppendsAreRefusedWithinMemory(t *testing.T) {
 	t.Run("three concurrent 8 MiB appends of one-column rows", func(t *testing.T) {
 		body := tinyRows(8*mib - 64)
 		t.Logf("each body: %d bytes, %d rows", len(body), bytes.Count(body, []byte(`{"id"`)))
-		var wg sync.WaitGroup
-		replies := make([]reply, 3)
-		errs := make([]error, 3)
-		for i := range replies {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				replies[i], errs[i] = w.do(http.MethodPost, rowsPath("wide"), body, nil)
-			}()
-		}
-		wg.Wait()
+		replies, errs := doAll(3, func(int) (reply, error) { return w.do(http.MethodPost, rowsPath("wide"), body, nil) })
 		for i := range replies {
 			if errs[i] != nil {
 				t.Errorf("append %d: no answer: %v", i, errs[i])

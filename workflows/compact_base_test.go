@@ -66,16 +66,6 @@ func TestCompactBaseNothingToDo(t *testing.T) {
 	require.Equal(t, 1, res.Passes)
 }
 
-func TestCompactBaseBadInput(t *testing.T) {
-	for _, in := range []contract.CompactBaseInput{{Target: "x"}, {Target: "generic:gs", MaxRuns: 1}, {Target: "generic:gs", MaxPasses: -3}} {
-		env := newEnv(t)
-		env.ExecuteWorkflow(CompactBase, in)
-		typ, nonRetryable := appErrType(env.GetWorkflowError())
-		require.Equal(t, contract.ErrTypeInvalidInput, typ, "%+v", in)
-		require.True(t, nonRetryable)
-	}
-}
-
 func TestCompactBaseStatusQuery(t *testing.T) {
 	env := newEnv(t)
 	env.OnActivity(contract.CompactBaseActivity, anyCtx, anyArg).After(20*time.Second).

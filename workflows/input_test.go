@@ -73,6 +73,11 @@ func TestMergeWalRefusesEachFieldOutOfBounds(t *testing.T) {
 	requireRefused(t, MergeWal, []badInput{
 		{"no target", in(func(v *contract.MergeWalInput) { v.Target = "" }), "target", false},
 		{"bad target", in(func(v *contract.MergeWalInput) { v.Target = "generic:" + strings.Repeat("x", 200) }), "target", false},
+		{"target without a kind", in(func(v *contract.MergeWalInput) { v.Target = "nope" }), "target", false},
+		{"unknown kind", in(func(v *contract.MergeWalInput) { v.Target = "bogus:x" }), "target", false},
+		{"no store name", in(func(v *contract.MergeWalInput) { v.Target = "generic:" }), "target", false},
+		{"a path for a name", in(func(v *contract.MergeWalInput) { v.Target = "generic:a/b" }), "target", false},
+		{"a reserved name", in(func(v *contract.MergeWalInput) { v.Target = "generic:_registry" }), "target", false},
 		{"generations below", in(func(v *contract.MergeWalInput) { v.MaxGenerations = new(-1) }), "max_generations", false},
 		{"generations above", in(func(v *contract.MergeWalInput) { v.MaxGenerations = new(contract.MaxMergeGenerations + 1) }), "max_generations", false},
 		{"bytes below", in(func(v *contract.MergeWalInput) { v.MaxBytes = new(int64(1)) }), "max_bytes", false},
@@ -96,6 +101,7 @@ func TestMergeWalRefusesEachFieldOutOfBounds(t *testing.T) {
 		{"reason with a newline", in(func(v *contract.MergeWalInput) { v.TriggerReason = "a\nb" }), "trigger_reason", false},
 		{"shards per commit below", in(func(v *contract.MergeWalInput) { v.MaxShardsPerCommit = -1 }), "max_shards_per_commit", false},
 		{"shards per commit above", in(func(v *contract.MergeWalInput) { v.MaxShardsPerCommit = contract.MaxRoundShards + 1 }), "max_shards_per_commit", false},
+		{"fairness weight above", in(func(v *contract.MergeWalInput) { v.FairnessWeight = contract.MaxFairnessWeight * 2 }), "fairness_weight", false},
 		{"carry on a start", contract.MergeWalInput{Target: "generic:gs", Carry: validCarry()}, "carry", false},
 		{"carried runs below", carry(func(c *contract.MergeWalCarry) { c.WorkflowRuns = 0 }), "carry.runs", true},
 		{"carried shard id", carry(func(c *contract.MergeWalCarry) { c.Shards[0].Shard = "../a" }), "carry.shards[0].shard", true},
@@ -220,6 +226,7 @@ func TestCompactBaseRefusesEachFieldOutOfBounds(t *testing.T) {
 	in := changed(contract.CompactBaseInput{Target: "generic:gs"})
 	requireRefused(t, CompactBase, []badInput{
 		{"no target", in(func(v *contract.CompactBaseInput) { v.Target = "" }), "target", false},
+		{"target without a kind", in(func(v *contract.CompactBaseInput) { v.Target = "x" }), "target", false},
 		{"bad kind", in(func(v *contract.CompactBaseInput) { v.Target = "bogus:gs" }), "target", false},
 		{"one run", in(func(v *contract.CompactBaseInput) { v.MaxRuns = 1 }), "max_runs", false},
 		{"runs below", in(func(v *contract.CompactBaseInput) { v.MaxRuns = -2 }), "max_runs", false},
@@ -265,6 +272,7 @@ func TestMaintenanceSweepRefusesEachFieldOutOfBounds(t *testing.T) {
 		{"spacing below", in(func(v *contract.MaintenanceSweepInput) { v.StartSpacing = time.Millisecond }), "start_spacing", false},
 		{"spacing above", in(func(v *contract.MaintenanceSweepInput) { v.StartSpacing = 2 * time.Minute }), "start_spacing", false},
 		{"history too long", in(func(v *contract.MaintenanceSweepInput) { v.MaxStarts, v.StartBatch = contract.MaxSweepStarts, 1 }), "max_starts", false},
+		{"history too long in 625 batches", in(func(v *contract.MaintenanceSweepInput) { v.MaxStarts, v.StartBatch = 10_000, 16 }), "max_starts", false},
 	})
 }
 
@@ -300,6 +308,7 @@ func TestSweepWindowRefusesEachFieldOutOfBounds(t *testing.T) {
 		{"window above", in(func(v *contract.SweepWindowInput) { v.Window = 25 * time.Hour }), "window", false},
 		{"budget below", in(func(v *contract.SweepWindowInput) { v.EventBudget = contract.MinSweepEventBudget - 1 }), "event_budget", false},
 		{"budget above", in(func(v *contract.SweepWindowInput) { v.EventBudget = contract.MaxSweepEventBudget + 1 }), "event_budget", false},
+		{"sweep start batch above", in(func(v *contract.SweepWindowInput) { v.Sweep.StartBatch = contract.MaxStartBatch + 1 }), "sweep.start_batch", false},
 		{"carry on a start", carried(func(*contract.SweepWindowCarry) {}), "carry", false},
 		{"carried window too long", carried(func(c *contract.SweepWindowCarry) { c.Ends = origin.Add(100 * 24 * time.Hour) }), "carry.ends", true},
 		{"carried origin missing", carried(func(c *contract.SweepWindowCarry) { c.Origin = time.Time{} }), "carry.origin", true},

@@ -81,13 +81,3 @@ func TestMergeWalActivitiesCarryTheInputsPriority(t *testing.T) {
 		})
 	}
 }
-
-// TestMergeWalRefusesABadFairnessWeight: the weight is bounded like every input field.
-func TestMergeWalRefusesABadFairnessWeight(t *testing.T) {
-	env := newEnv(t)
-	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs", FairnessWeight: contract.MaxFairnessWeight * 2})
-	require.True(t, env.IsWorkflowCompleted())
-	err := env.GetWorkflowError()
-	require.Error(t, err)
-	require.Contains(t, err.Error(), "fairness_weight")
-}

@@ -161,13 +161,6 @@ func TestMergeWalOneShardPerCommitIsARoundOfOne(t *testing.T) {
 	require.Equal(t, 1, in.max[contract.CommitRoundActivity])
 }
 
-func TestMergeWalMaxShardsPerCommitOutOfRangeIsInvalid(t *testing.T) {
-	env := newEnv(t)
-	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:hot", MaxShardsPerCommit: contract.MaxRoundShards + 1})
-	require.True(t, env.IsWorkflowCompleted())
-	requireNonRetryable(t, env, contract.ErrTypeInvalidInput)
-}
-
 func sortedCopy(xs []string) []string {
 	out := append([]string(nil), xs...)
 	for i := 1; i < len(out); i++ {

@@ -441,26 +441,6 @@ func TestMergeWalStopsAtMaxPasses(t *testing.T) {
 	require.Equal(t, 3, a.Pending)
 }
 
-func TestMergeWalBadTargetFailsFastNonRetryable(t *testing.T) {
-	for _, target := range []string{"", "nope", "bogus:x", "generic:", "generic:a/b", "generic:_registry"} {
-		t.Run(target, func(t *testing.T) {
-			env := newEnv(t)
-			in := trackInflight(env)
-			env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: target})
-			require.True(t, env.IsWorkflowCompleted())
-			requireNonRetryable(t, env, contract.ErrTypeInvalidInput)
-			require.Empty(t, in.started, "no activity runs for a bad target")
-		})
-	}
-}
-
-func TestMergeWalNegativeKnobIsInvalidInput(t *testing.T) {
-	env := newEnv(t)
-	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs", MaxPasses: -1})
-	typ, _ := appErrType(env.GetWorkflowError())
-	require.Equal(t, contract.ErrTypeInvalidInput, typ)
-}
-
 func TestMergeWalListFailureFailsTheWorkflow(t *testing.T) {
 	env := newEnv(t)
 	env.OnActivity(contract.ListPendingShardsActivity, anyCtx, anyArg).Return(

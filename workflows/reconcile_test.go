@@ -145,11 +145,6 @@ func TestReconcileDemandFailsLoudly(t *testing.T) {
 	appErr := requireNonRetryable(t, env, contract.ErrTypeReconcileFailed)
 	require.Contains(t, appErr.Error(), string(target.Kinds[0]))
 	require.Equal(t, 5, attempts)
-
-	env = newEnv(t)
-	env.ExecuteWorkflow(ReconcileDemand, contract.ReconcileDemandInput{PageSize: contract.MaxReconcilePage + 1})
-	require.ErrorAs(t, env.GetWorkflowError(), &appErr)
-	require.Equal(t, contract.ErrTypeInvalidInput, appErr.Type())
 }
 
 func converterDecode(can *workflow.ContinueAsNewError, v any) error {

@@ -69,6 +69,10 @@ func TestMergeWalRecordsTriggerDebtAndOutcome(t *testing.T) {
 	last := upserts[len(upserts)-1]
 	_, ok := last.GetInt64(contract.WalReclaimed)
 	require.True(t, ok, "the outcome is one upsert at the end")
+	_, targetAgain := last.GetKeyword(contract.WalTarget)
+	require.False(t, targetAgain, "the target attributes are upserted once, at the bare start")
+	_, pendingEarly := upserts[0].GetInt64(contract.WalPending)
+	require.False(t, pendingEarly, "WalPending is upserted once, with the outcome")
 
 	require.Len(t, memos, 1, "the memo is written once, at the end")
 	require.Equal(t, map[string]any{
@@ -89,21 +93,33 @@ func TestMergeWalRecordsTriggerDebtAndOutcome(t *testing.T) {
 	require.True(t, strings.HasSuffix(details, fmt.Sprintf(" · %d Temporal actions", res.Actions)), details)
 }
 
-// The trigger a caller passes reaches the memo and the details; the static summary is the
-// start helper's (contract.StartMergeWal).
-func TestMergeWalDetailsNameTheTrigger(t *testing.T) {
+// A run whose start set its search attributes (contract.StartMergeWal with
+// contract.PendingAtStart) upserts exactly once, the outcome, whose listed figure replaces the
+// starter's; the trigger it passes reaches the memo and the details, and the static summary is
+// the start helper's.
+func TestMergeWalStartedWithAttributesUpsertsOnceAndNamesTheTrigger(t *testing.T) {
 	env := newEnv(t)
 	f := newFakeTable("generic:demo", 8, map[string]int{"aaaa1111-x": 1})
 	mockTable(env, f)
 	require.NoError(t, env.SetTypedSearchAttributesOnStart(temporal.NewSearchAttributes(
 		contract.WalTarget.ValueSet("generic:demo"), contract.WalKind.ValueSet("generic"),
-		contract.WalTrigger.ValueSet(contract.TriggerSweepAge))))
+		contract.WalTrigger.ValueSet(contract.TriggerSweepAge),
+		contract.WalPending.ValueSet(4), contract.WalPendingAtStart.ValueSet(4))))
+	var upserts []temporal.SearchAttributes
+	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
+		upserts = append(upserts, args.Get(0).(temporal.SearchAttributes))
+	}).Return(nil)
 	var memo map[string]any
 	env.OnUpsertMemo(mock.Anything).Run(func(args mock.Arguments) { memo = args.Get(0).(map[string]any) }).Return(nil)
 	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:demo",
 		Trigger: contract.TriggerSweepAge, TriggerReason: "oldest pending 11m0s >= 10m0s, 1 pending"})
 	res := mergeResult(t, env)
 	require.Equal(t, 1, res.Reclaimed)
+	require.Len(t, upserts, 1, "only the outcome")
+	pending, _ := upserts[0].GetInt64(contract.WalPending)
+	atStart, _ := upserts[0].GetInt64(contract.WalPendingAtStart)
+	reclaimed, _ := upserts[0].GetInt64(contract.WalReclaimed)
+	require.Equal(t, []int64{0, 1, 1}, []int64{pending, atStart, reclaimed}, "the listing's figure replaces the starter's at the end")
 	require.Equal(t, contract.TriggerSweepAge, memo[contract.MemoTrigger])
 	require.Equal(t, "oldest pending 11m0s >= 10m0s, 1 pending", memo[contract.MemoTriggerReason])
 	require.Contains(t, currentDetails(t, env), "1 shard, 1 generation reclaimed, 0 B in 1 pass\n\n1 pending at start · triggered by sweep-age (oldest pending 11m0s >= 10m0s, 1 pending)")

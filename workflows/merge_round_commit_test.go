@@ -94,27 +94,25 @@ func TestMergeWalRoundCommitRespectsTheCap(t *testing.T) {
 
 // By default a round takes up to contract.MaxRoundShards (64) shards.
 func TestMergeWalRoundSizeIsMaxRoundShards(t *testing.T) {
-	{
-		env := newEnv(t)
-		// 60 shards of one pass each (fewer than the 100 passes before continue-as-new).
-		pending := map[string]int{}
-		for i := 0; i < 60; i++ {
-			pending[fmt.Sprintf("s%03d", i)] = 2
-		}
-		f := newFakeTable("generic:hot", 2, pending)
-		// The first commit takes long enough for every other shard to prepare meanwhile.
-		mockTimedTable(env, f, time.Second, time.Minute)
-
-		env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:hot", ParallelPrepare: true, PrepareConcurrency: 60})
-		res := mergeResult(t, env)
-		require.Equal(t, 120, res.Reclaimed)
-		widest := 0
-		for _, r := range f.rounds {
-			widest = max(widest, len(r))
-		}
-		require.Greater(t, widest, 32, "rounds: %d", len(f.rounds))
-		require.LessOrEqual(t, widest, contract.MaxRoundShards)
+	env := newEnv(t)
+	// 60 shards of one pass each (fewer than the 100 passes before continue-as-new).
+	pending := map[string]int{}
+	for i := 0; i < 60; i++ {
+		pending[fmt.Sprintf("s%03d", i)] = 2
 	}
+	f := newFakeTable("generic:hot", 2, pending)
+	// The first commit takes long enough for every other shard to prepare meanwhile.
+	mockTimedTable(env, f, time.Second, time.Minute)
+
+	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:hot", ParallelPrepare: true, PrepareConcurrency: 60})
+	res := mergeResult(t, env)
+	require.Equal(t, 120, res.Reclaimed)
+	widest := 0
+	for _, r := range f.rounds {
+		widest = max(widest, len(r))
+	}
+	require.Greater(t, widest, 32, "rounds: %d", len(f.rounds))
+	require.LessOrEqual(t, widest, contract.MaxRoundShards)
 }
 
 // A stale shard in a round is aborted and prepared again, without holding back the shards
@@ -133,7 +131,7 @@ func TestMergeWalStaleShardInRoundIsAbortedAndPreparedAgain(t *testing.T) {
 	// (which shard is first among passes finishing together is up to the test server); b,
 	// stale wherever it was, commits alone after its abort and new prepare.
 	require.Len(t, f.rounds, 3, "%v", f.rounds)
-	require.Equal(t, []string{"a", "b", "c"}, sortedCopy(append(append([]string(nil), f.rounds[0]...), f.rounds[1]...)), "%v", f.rounds)
+	require.ElementsMatch(t, []string{"a", "b", "c"}, slices.Concat(f.rounds[0], f.rounds[1]), "%v", f.rounds)
 	require.Equal(t, []string{"b"}, f.rounds[2])
 	aborts := f.calls(&f.aborts)
 	require.Len(t, aborts, 1)
@@ -159,16 +157,6 @@ func TestMergeWalOneShardPerCommitIsARoundOfOne(t *testing.T) {
 	require.Equal(t, 4, res.Reclaimed)
 	require.ElementsMatch(t, [][]string{{"a"}, {"b"}}, f.rounds)
 	require.Equal(t, 1, in.max[contract.CommitRoundActivity])
-}
-
-func sortedCopy(xs []string) []string {
-	out := append([]string(nil), xs...)
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j] < out[j-1]; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
-	return out
 }
 
 // Once a run is hot (its writers seal as fast as it merges), each round commits once: the

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -55,17 +54,11 @@ func TestReconcileDemandPagesAndContinuesAsNew(t *testing.T) {
 			env.SetContinuedExecutionRunID(fmt.Sprintf("run-%d", run))
 		}
 		env.ExecuteWorkflow(ReconcileDemand, in)
-		err := env.GetWorkflowError()
-		var can *workflow.ContinueAsNewError
-		if errors.As(err, &can) {
-			require.Equal(t, contract.ReconcileDemandWorkflow, can.WorkflowType.Name)
-			var next contract.ReconcileDemandInput
-			require.NoError(t, converterDecode(can, &next))
-			require.Equal(t, run+1, next.Runs)
-			in = next
+		if err := env.GetWorkflowError(); errors.As(err, new(*workflow.ContinueAsNewError)) {
+			in = continuedInput[contract.ReconcileDemandInput](t, err, contract.ReconcileDemandWorkflow)
+			require.Equal(t, run+1, in.Runs)
 			continue
 		}
-		require.NoError(t, err)
 		res := resultOf[contract.ReconcileDemandResult](t, env)
 		// 25 stores in pages of 10 = 3 pages per kind.
 		require.Equal(t, 3*len(target.Kinds), res.Totals.Pages)
@@ -122,10 +115,7 @@ func TestReconcileDemandCarriesALongProblemClipped(t *testing.T) {
 			Problems: []contract.StoreProblem{{Target: p.Kind + ":s1", Error: long, ErrorType: contract.ErrTypeCorruptData}}}, nil
 	})
 	env.ExecuteWorkflow(ReconcileDemand, contract.ReconcileDemandInput{PagesPerRun: 1})
-	var can *workflow.ContinueAsNewError
-	require.ErrorAs(t, env.GetWorkflowError(), &can)
-	var next contract.ReconcileDemandInput
-	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	next := continuedInput[contract.ReconcileDemandInput](t, env.GetWorkflowError(), contract.ReconcileDemandWorkflow)
 	require.NoError(t, next.Validate(), "the continued run accepts what its predecessor carried")
 	require.Len(t, next.Problems, 1)
 	require.LessOrEqual(t, len(next.Problems[0].Error), contract.MaxFailureTextBytes)
@@ -145,10 +135,6 @@ func TestReconcileDemandFailsLoudly(t *testing.T) {
 	appErr := requireNonRetryable(t, env, contract.ErrTypeReconcileFailed)
 	require.Contains(t, appErr.Error(), string(target.Kinds[0]))
 	require.Equal(t, 5, attempts)
-}
-
-func converterDecode(can *workflow.ContinueAsNewError, v any) error {
-	return converter.GetDefaultDataConverter().FromPayloads(can.Input, v)
 }
 
 // An operator's Cancel of the reconcile ends the run Canceled: the page's cancellation is the

@@ -89,12 +89,7 @@ func runWindow(t *testing.T, env *testsuite.TestWorkflowEnvironment, in contract
 func continuedWindow(t *testing.T, env *testsuite.TestWorkflowEnvironment, in contract.SweepWindowInput) contract.SweepWindowInput {
 	t.Helper()
 	env.ExecuteWorkflow(SweepWindow, in)
-	var can *workflow.ContinueAsNewError
-	require.True(t, errors.As(env.GetWorkflowError(), &can), "got %v", env.GetWorkflowError())
-	require.Equal(t, contract.SweepWindowWorkflow, can.WorkflowType.Name)
-	var next contract.SweepWindowInput
-	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
-	return next
+	return continuedInput[contract.SweepWindowInput](t, env.GetWorkflowError(), contract.SweepWindowWorkflow)
 }
 
 // failedWindow runs a window of in until it fails and returns its error and the result it

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -20,7 +19,7 @@ import (
 // counter the worker exports, the status query and the current details, which each refresh
 // keeps. Before, nothing said the knob had not taken.
 func TestAnInputMemberNoFieldTakesIsNamedWhereTheStarterLooks(t *testing.T) {
-	metrics := &countingMetrics{mu: &sync.Mutex{}, counts: map[string]int64{}}
+	metrics := newCountingMetrics()
 	var logged bytes.Buffer
 	var s testsuite.WorkflowTestSuite
 	s.SetMetricsHandler(metrics)
@@ -37,10 +36,7 @@ func TestAnInputMemberNoFieldTakesIsNamedWhereTheStarterLooks(t *testing.T) {
 	details := currentDetails(t, env)
 	require.True(t, strings.HasPrefix(details, `**input fields ignored** (no such field): "max_pases", "carry_"`+"\n\n**generic:gs** done"), details)
 	require.Contains(t, logged.String(), `msg="Input fields ignored: this workflow's input has no such field, so the run goes on without them." fields="[max_pases carry_]" count=2`)
-	key := contract.MetricIgnoredInputFields + "{signal=,workflow=" + contract.MergeWalWorkflow + "}"
-	metrics.mu.Lock()
-	require.Equal(t, int64(2), metrics.counts[key], "%v", metrics.counts)
-	metrics.mu.Unlock()
+	metrics.requireCount(t, contract.MetricIgnoredInputFields, "", contract.MergeWalWorkflow, 2)
 }
 
 // Every workflow names them, nested members with their path, the compaction in its status
@@ -54,15 +50,13 @@ func TestEveryWorkflowNamesTheInputMembersItIgnores(t *testing.T) {
 		{contract.ReconcileDemandWorkflow, `{"page_size":10,"cursor":{"kind_indx":1}}`, "cursor.kind_indx"},
 	} {
 		t.Run(c.workflow, func(t *testing.T) {
-			metrics := &countingMetrics{mu: &sync.Mutex{}, counts: map[string]int64{}}
+			metrics := newCountingMetrics()
 			env := newEnvWithMetrics(t, metrics)
 			env.ExecuteWorkflow(c.workflow, rawPayload("json/plain", c.input))
 			require.True(t, env.IsWorkflowCompleted())
 			require.NotEqual(t, contract.ErrTypeInvalidInput, errorType(env.GetWorkflowError()))
 			require.Contains(t, currentDetails(t, env), `**input fields ignored** (no such field): "`+c.name+`"`)
-			metrics.mu.Lock()
-			require.Equal(t, int64(1), metrics.counts[contract.MetricIgnoredInputFields+"{signal=,workflow="+c.workflow+"}"], "%v", metrics.counts)
-			metrics.mu.Unlock()
+			metrics.requireCount(t, contract.MetricIgnoredInputFields, "", c.workflow, 1)
 			if c.workflow == contract.CompactBaseWorkflow {
 				v, err := env.QueryWorkflow(contract.StatusQuery)
 				require.NoError(t, err)
@@ -73,7 +67,7 @@ func TestEveryWorkflowNamesTheInputMembersItIgnores(t *testing.T) {
 		})
 	}
 
-	metrics := &countingMetrics{mu: &sync.Mutex{}, counts: map[string]int64{}}
+	metrics := newCountingMetrics()
 	env := newEnvWithMetrics(t, metrics)
 	env.ExecuteWorkflow(contract.MaintenanceSweepWorkflow, rawPayload("json/plain", `{"start_batch":2}`))
 	require.True(t, env.IsWorkflowCompleted())

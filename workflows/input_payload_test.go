@@ -1,16 +1,13 @@
 package workflows
 
 import (
-	"context"
 	"maps"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
@@ -60,17 +57,7 @@ func TestEveryWorkflowRefusesAPayloadThatIsNotOneJSONObject(t *testing.T) {
 	for wf, valid := range workflows {
 		for _, c := range cases {
 			t.Run(wf+"/"+c.name, func(t *testing.T) {
-				env := newEnv(t)
-				started := trackInflight(env)
-				locals := 0
-				env.SetOnLocalActivityStartedListener(func(*activity.Info, context.Context, []any) { locals++ })
-				env.ExecuteWorkflow(wf, c.args(valid)...)
-				require.True(t, env.IsWorkflowCompleted())
-				appErr := requireNonRetryable(t, env, contract.ErrTypeInvalidInput)
-				want := "invalid input: input: " + c.problem
-				require.True(t, strings.HasPrefix(appErr.Message(), want), "got %q, want %q", appErr.Message(), want)
-				require.Empty(t, started.started, "no activity runs for a refused input")
-				require.Zero(t, locals, "no local activity runs for a refused input")
+				requireRefusedRun(t, newEnv(t), "invalid input: input: "+c.problem, wf, c.args(valid)...)
 			})
 		}
 	}
@@ -99,8 +86,8 @@ func TestAWorkflowStartedWithoutInputRunsWithItsDefaults(t *testing.T) {
 // on and completes; a good signal after them is still applied. The SDK dropped such a signal
 // too, but counted it only in a metric walkeeper does not export.
 func TestActivityStateSignalsThatDoNotDecodeAreRefusedAndCounted(t *testing.T) {
-	metrics := &countingMetrics{mu: &sync.Mutex{}, counts: map[string]int64{}}
-	env, prepareIDs := slowPrepareEnvWithMetrics(t, metrics)
+	metrics := newCountingMetrics()
+	env, prepareIDs := slowPrepareEnv(t, metrics)
 
 	var seen []contract.MergeWalStatus
 	at := func(d time.Duration, fn func()) { env.RegisterDelayedCallback(fn, d) }
@@ -119,17 +106,8 @@ func TestActivityStateSignalsThatDoNotDecodeAreRefusedAndCounted(t *testing.T) {
 	require.Len(t, seen, 1)
 	require.Equal(t, 3, seen[0].RefusedSignals)
 	require.Equal(t, contract.BlockedBudget, seen[0].Shards[0].Blocked, "the good signal after the refused ones is applied")
-	requireRefusedSignalsMetric(t, metrics, "MergeWal", 3)
-}
-
-// requireRefusedSignalsMetric checks that the runs of workflowType added n refused
-// activity-state signals to the SDK counter the worker exports to Prometheus.
-func requireRefusedSignalsMetric(t *testing.T, h *countingMetrics, workflowType string, n int64) {
-	t.Helper()
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	key := contract.MetricRefusedSignals + "{signal=" + contract.ActivityStateSignal + ",workflow=" + workflowType + "}"
-	require.Equal(t, n, h.counts[key], "refused signals counted in the workflow metrics: %v", h.counts)
+	// The SDK counter the worker exports to Prometheus.
+	metrics.requireCount(t, contract.MetricRefusedSignals, contract.ActivityStateSignal, "MergeWal", 3)
 }
 
 // countingMetrics is an SDK metrics handler that adds up counters by name and the tags
@@ -138,6 +116,18 @@ type countingMetrics struct {
 	tags   map[string]string
 	mu     *sync.Mutex
 	counts map[string]int64
+}
+
+func newCountingMetrics() *countingMetrics {
+	return &countingMetrics{mu: &sync.Mutex{}, counts: map[string]int64{}}
+}
+
+// requireCount requires the counter name of the runs tagged signal and workflow to add up to n.
+func (m *countingMetrics) requireCount(t *testing.T, name, signal, workflow string, n int64) {
+	t.Helper()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	require.Equal(t, n, m.counts[name+"{signal="+signal+",workflow="+workflow+"}"], "%v", m.counts)
 }
 
 func (m *countingMetrics) WithTags(tags map[string]string) client.MetricsHandler {

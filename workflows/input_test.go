@@ -26,28 +26,36 @@ type badInput struct {
 	continued bool
 }
 
-// requireRefused runs wf with each bad input and checks that the run failed at once: a
-// non-retryable InvalidInput whose message names the field, and no activity (local or not)
-// ran.
+// requireRefused runs wf with each bad input and checks that the run was refused naming the
+// field (requireRefusedRun).
 func requireRefused(t *testing.T, wf any, cases []badInput) {
 	t.Helper()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			env := newEnv(t)
-			started := trackInflight(env)
-			locals := 0
-			env.SetOnLocalActivityStartedListener(func(*activity.Info, context.Context, []any) { locals++ })
 			if c.continued {
 				env.SetContinuedExecutionRunID("previous-run")
 			}
-			env.ExecuteWorkflow(wf, c.in)
-			require.True(t, env.IsWorkflowCompleted())
-			appErr := requireNonRetryable(t, env, contract.ErrTypeInvalidInput)
-			require.True(t, strings.HasPrefix(appErr.Message(), "invalid input: "+c.field+": "), "got %q, want field %s", appErr.Message(), c.field)
-			require.Empty(t, started.started, "no activity runs for a refused input")
-			require.Zero(t, locals, "no local activity runs for a refused input")
+			requireRefusedRun(t, env, "invalid input: "+c.field+": ", wf, c.in)
 		})
 	}
+}
+
+// requireRefusedRun runs wf with args in env and checks that the run failed at once: a
+// non-retryable InvalidInput whose message starts with want, and no activity (local or not)
+// ran. It returns the failure.
+func requireRefusedRun(t *testing.T, env *testsuite.TestWorkflowEnvironment, want string, wf any, args ...any) *temporal.ApplicationError {
+	t.Helper()
+	started := trackInflight(env)
+	locals := 0
+	env.SetOnLocalActivityStartedListener(func(*activity.Info, context.Context, []any) { locals++ })
+	env.ExecuteWorkflow(wf, args...)
+	require.True(t, env.IsWorkflowCompleted())
+	appErr := requireNonRetryable(t, env, contract.ErrTypeInvalidInput)
+	require.True(t, strings.HasPrefix(appErr.Message(), want), "got %q, want %q", appErr.Message(), want)
+	require.Empty(t, started.started, "no activity runs for a refused input")
+	require.Zero(t, locals, "no local activity runs for a refused input")
+	return appErr
 }
 
 // changed returns a builder of base with one change made, for a table of inputs.
@@ -115,33 +123,20 @@ func TestMergeWalRefusesEachFieldOutOfBounds(t *testing.T) {
 // workflow, would hold that ID (its triggers attach to the run, the sweep leaves the store out
 // as running) while it does something else: a run under such an ID must be its owner.
 func TestMergeWalAndCompactBaseRefuseAnotherStoresID(t *testing.T) {
+	merge, compact := contract.MergeWalInput{Target: "generic:gs2"}, contract.CompactBaseInput{Target: "generic:gs2"}
 	for _, c := range []struct {
-		id  string
-		run func(*testsuite.TestWorkflowEnvironment)
+		id     string
+		wf, in any
 	}{
-		{"merge-wal/generic/gs", func(env *testsuite.TestWorkflowEnvironment) {
-			env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs2"})
-		}},
-		{"compact/generic/gs", func(env *testsuite.TestWorkflowEnvironment) {
-			env.ExecuteWorkflow(CompactBase, contract.CompactBaseInput{Target: "generic:gs2"})
-		}},
-		{"compact/generic/gs2", func(env *testsuite.TestWorkflowEnvironment) {
-			env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs2"})
-		}},
-		{"merge-wal/generic/gs2", func(env *testsuite.TestWorkflowEnvironment) {
-			env.ExecuteWorkflow(CompactBase, contract.CompactBaseInput{Target: "generic:gs2"})
-		}},
+		{"merge-wal/generic/gs", MergeWal, merge},
+		{"compact/generic/gs", CompactBase, compact},
+		{"compact/generic/gs2", MergeWal, merge},
+		{"merge-wal/generic/gs2", CompactBase, compact},
 	} {
 		t.Run(c.id, func(t *testing.T) {
 			env := newEnv(t)
-			f := newFakeTable("generic:gs2", 2, map[string]int{"a": 2})
-			mockTable(env, f)
 			env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: c.id})
-			c.run(env)
-			appErr := requireNonRetryable(t, env, contract.ErrTypeInvalidInput)
-			require.True(t, strings.HasPrefix(appErr.Message(), "invalid input: target: "), appErr.Message())
-			require.Contains(t, appErr.Message(), c.id)
-			require.Empty(t, f.calls(&f.prepares))
+			require.Contains(t, requireRefusedRun(t, env, "invalid input: target: ", c.wf, c.in).Message(), c.id)
 		})
 	}
 

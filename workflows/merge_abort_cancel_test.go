@@ -9,7 +9,6 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/walkeeper/walkeeper/contract"
@@ -18,7 +17,17 @@ import (
 // abortOutcomes counts the Abort activities that completed and those the workflow cancelled.
 type abortOutcomes struct{ completed, cancelled int }
 
-func trackAborts(env *testsuite.TestWorkflowEnvironment) *abortOutcomes {
+// cancelDuringStaleAbort runs a one-shard merge at abortSurvivesCancelChange version v whose
+// first preparation is stale and whose Abort is picked up a minute after it is scheduled; the
+// Cancel comes meanwhile. The run must end cancelled.
+func cancelDuringStaleAbort(t *testing.T, v workflow.Version) (*fakeTable, *abortOutcomes) {
+	t.Helper()
+	env := newEnv(t)
+	f := newFakeTable("generic:gs", 2, map[string]int{"a": 2})
+	f.staleOnce = map[string]bool{"a": true}
+	env.OnGetVersion(abortSurvivesCancelChange, workflow.DefaultVersion, 1).Return(v)
+	env.OnActivity(contract.AbortActivity, anyCtx, anyArg).After(time.Minute).Return(f.abort)
+	mockTable(env, f)
 	o := &abortOutcomes{}
 	env.SetOnActivityCompletedListener(func(info *activity.Info, _ converter.EncodedValue, err error) {
 		if info.ActivityType.Name == contract.AbortActivity && err == nil {
@@ -30,24 +39,17 @@ func trackAborts(env *testsuite.TestWorkflowEnvironment) *abortOutcomes {
 			o.cancelled++
 		}
 	})
-	return o
+	env.RegisterDelayedCallback(env.CancelWorkflow, 20*time.Second)
+	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs"})
+	require.True(t, env.IsWorkflowCompleted())
+	require.True(t, temporal.IsCanceledError(env.GetWorkflowError()), "got %v", env.GetWorkflowError())
+	return f, o
 }
 
 // A Cancel that arrives while a stale preparation's Abort waits for a worker must not drop
 // the Abort: it runs to the end, and the run then ends cancelled.
 func TestMergeWalCancelDuringStaleAbortStillAborts(t *testing.T) {
-	env := newEnv(t)
-	f := newFakeTable("generic:gs", 2, map[string]int{"a": 2})
-	f.staleOnce = map[string]bool{"a": true}
-	// The Abort is picked up a minute after it is scheduled; the Cancel comes meanwhile.
-	env.OnActivity(contract.AbortActivity, anyCtx, anyArg).After(time.Minute).Return(f.abort)
-	mockTable(env, f)
-	aborts := trackAborts(env)
-	env.RegisterDelayedCallback(env.CancelWorkflow, 20*time.Second)
-
-	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs"})
-	require.True(t, env.IsWorkflowCompleted())
-	require.True(t, temporal.IsCanceledError(env.GetWorkflowError()), "got %v", env.GetWorkflowError())
+	f, aborts := cancelDuringStaleAbort(t, 1)
 	require.Zero(t, aborts.cancelled, "the Cancel cancelled the Abort")
 	require.Equal(t, 1, aborts.completed)
 	require.Len(t, f.calls(&f.aborts), 1)
@@ -56,17 +58,7 @@ func TestMergeWalCancelDuringStaleAbortStillAborts(t *testing.T) {
 
 // A run that started before the change keeps its path: the Cancel cancels the queued Abort.
 func TestMergeWalCancelDuringStaleAbortOldPathCancelsIt(t *testing.T) {
-	env := newEnv(t)
-	f := newFakeTable("generic:gs", 2, map[string]int{"a": 2})
-	f.staleOnce = map[string]bool{"a": true}
-	env.OnGetVersion(abortSurvivesCancelChange, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
-	env.OnActivity(contract.AbortActivity, anyCtx, anyArg).After(time.Minute).Return(f.abort)
-	mockTable(env, f)
-	aborts := trackAborts(env)
-	env.RegisterDelayedCallback(env.CancelWorkflow, 20*time.Second)
-
-	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs"})
-	require.True(t, temporal.IsCanceledError(env.GetWorkflowError()), "got %v", env.GetWorkflowError())
+	_, aborts := cancelDuringStaleAbort(t, workflow.DefaultVersion)
 	require.Equal(t, 1, aborts.cancelled)
 	require.Zero(t, aborts.completed)
 }

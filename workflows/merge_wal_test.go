@@ -436,14 +436,10 @@ func queryStatus(t *testing.T, env interface {
 	return st
 }
 
-// slowPrepareEnv is a one-shard merge of generic:gs whose first Prepare takes a minute; the
-// slice it returns collects the Prepare activity IDs as they start.
-func slowPrepareEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *[]string) {
-	return slowPrepareEnvWithMetrics(t, nil)
-}
-
-// slowPrepareEnvWithMetrics is slowPrepareEnv whose workflows' metrics go to h.
-func slowPrepareEnvWithMetrics(t *testing.T, h client.MetricsHandler) (*testsuite.TestWorkflowEnvironment, *[]string) {
+// slowPrepareEnv is a one-shard merge of generic:gs whose first Prepare takes a minute, its
+// workflows' metrics going to h (nil: nowhere); the slice it returns collects the Prepare
+// activity IDs as they start.
+func slowPrepareEnv(t *testing.T, h client.MetricsHandler) (*testsuite.TestWorkflowEnvironment, *[]string) {
 	env := newEnvWithMetrics(t, h)
 	f := newFakeTable("generic:gs", 2, map[string]int{"a": 4})
 	var prepareIDs []string
@@ -457,11 +453,11 @@ func slowPrepareEnvWithMetrics(t *testing.T, h client.MetricsHandler) (*testsuit
 	return env, &prepareIDs
 }
 
-// statusScenario runs a one-shard merge whose first Prepare takes a minute, queries the status
-// at 5s (before the slot-wait threshold), 15s (past it), 21s (after a running notice), 26s
-// (budget wait) and 31s (backoff), and returns the five answers.
-func statusScenario(t *testing.T) []contract.MergeWalStatus {
-	env, prepareIDs := slowPrepareEnv(t)
+// A one-shard merge whose first Prepare takes a minute is asked its status at 5s (before the
+// slot-wait threshold), 15s (past it), 21s (after a running notice), 26s (budget wait) and 31s
+// (backoff).
+func TestMergeWalStatusQueryReportsProgressAndBlockedReasons(t *testing.T) {
+	env, prepareIDs := slowPrepareEnv(t, nil)
 
 	var seen []contract.MergeWalStatus
 	signal := func(state, errText string) {
@@ -483,11 +479,6 @@ func statusScenario(t *testing.T) []contract.MergeWalStatus {
 	require.Equal(t, 4, res.Reclaimed)
 
 	require.Len(t, seen, 5)
-	return seen
-}
-
-func TestMergeWalStatusQueryReportsProgressAndBlockedReasons(t *testing.T) {
-	seen := statusScenario(t)
 	first := seen[0]
 	require.Equal(t, "generic:gs", first.Target)
 	require.Equal(t, contract.PhaseMerging, first.Phase)

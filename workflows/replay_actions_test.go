@@ -7,8 +7,6 @@ import (
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/converter"
-	"go.temporal.io/sdk/worker"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/actioncount"
@@ -50,13 +48,9 @@ func TestRecordedMergeWalActions(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var in contract.MergeWalInput
 			require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(started.GetInput(), &in))
-			replayer := worker.NewWorkflowReplayer()
-			Register(replayer)
-			opts := worker.ReplayWorkflowHistoryOptions{OriginalExecution: workflow.Execution{RunID: replayRunID(h)}}
-			require.NoError(t, replayer.ReplayWorkflowHistoryWithOptions(nil, h, opts))
 			// The SDK's replayer keeps the result the replayed code completed with, behind its
 			// interface.
-			results, ok := replayer.(interface{ GetWorkflowResult(string, any) error })
+			results, ok := replay(t, h).(interface{ GetWorkflowResult(string, any) error })
 			require.True(t, ok, "the SDK's replayer no longer offers GetWorkflowResult")
 			var res contract.MergeWalResult
 			require.NoError(t, results.GetWorkflowResult("", &res), "the replayed run's result")

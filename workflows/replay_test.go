@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
@@ -34,24 +35,13 @@ const (
 // the run ID into a command fails here the way a reset run fails on a server.
 func TestReplay(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(replayDir, "*.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(files) == 0 {
-		t.Fatal("no recorded histories in " + replayDir)
-	}
-	replayer := worker.NewWorkflowReplayer()
-	Register(replayer)
+	require.NoError(t, err)
+	require.NotEmpty(t, files, "no recorded histories in "+replayDir)
 	covered := map[string]bool{}
 	for _, f := range files {
 		h := readHistory(t, f)
 		covered[h.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes().GetWorkflowType().GetName()] = true
-		t.Run(filepath.Base(f), func(t *testing.T) {
-			opts := worker.ReplayWorkflowHistoryOptions{OriginalExecution: workflow.Execution{RunID: replayRunID(h)}}
-			if err := replayer.ReplayWorkflowHistoryWithOptions(nil, h, opts); err != nil {
-				t.Fatalf("replay %s: %v", f, err)
-			}
-		})
+		t.Run(filepath.Base(f), func(t *testing.T) { replay(t, h) })
 	}
 	for _, name := range registeredWorkflows() {
 		if !covered[name] {
@@ -65,9 +55,7 @@ func TestReplay(t *testing.T) {
 // histories of the new behaviour are added beside them under new names, never over them.
 func TestReplayV1HistoriesUnchanged(t *testing.T) {
 	f, err := os.Open(v1Manifest)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer f.Close()
 	n := 0
 	sc := bufio.NewScanner(f)
@@ -86,29 +74,31 @@ func TestReplayV1HistoriesUnchanged(t *testing.T) {
 		}
 		n++
 	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if n == 0 {
-		t.Fatalf("%s lists no history", v1Manifest)
-	}
+	require.NoError(t, sc.Err())
+	require.Positive(t, n, "%s lists no history", v1Manifest)
 }
 
 func readHistory(t *testing.T, path string) *historypb.History {
 	t.Helper()
 	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer f.Close()
 	h, err := client.HistoryFromJSON(f, client.HistoryJSONOptions{})
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	if len(h.GetEvents()) == 0 || h.GetEvents()[0].GetEventType() != enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED {
-		t.Fatalf("%s: not a workflow history", path)
-	}
+	require.NoError(t, err, path)
+	require.True(t, len(h.GetEvents()) > 0 && h.GetEvents()[0].GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED,
+		"%s: not a workflow history", path)
 	return h
+}
+
+// replay replays h with a replayer of every walkeeper workflow, under replayRunID(h), and
+// returns the replayer.
+func replay(t *testing.T, h *historypb.History) worker.WorkflowReplayer {
+	t.Helper()
+	replayer := worker.NewWorkflowReplayer()
+	Register(replayer)
+	opts := worker.ReplayWorkflowHistoryOptions{OriginalExecution: workflow.Execution{RunID: replayRunID(h)}}
+	require.NoError(t, replayer.ReplayWorkflowHistoryWithOptions(nil, h, opts))
+	return replayer
 }
 
 // replayRunID is the run ID a history replays under: the reset run's own ID when the

@@ -5,14 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"github.com/walkeeper/walkeeper/internal/testkit/s3test"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/store/objstore"
@@ -160,50 +163,33 @@ func TestCommitRaceProcesses(t *testing.T) {
 func runCommitRace(t *testing.T, url string, env map[string]string, procs, rounds int) {
 	ctx := context.Background()
 	parent := mustOpenDB(t, url, "race-parent", nil, nil)
-	if _, err := createOrOpen(ctx, parent); err != nil {
-		t.Fatal(err)
-	}
+	mustStore(t, parent)
 	dir := t.TempDir()
 	children := make([]*Child, procs)
 	for i := range children {
 		c, err := StartChild(ctx, "commit-race", raceArg{
 			URL: url, Instance: fmt.Sprintf("racer-%02d", i), Dir: dir, Rounds: rounds, Rows: 3,
 		}, env)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		children[i] = c
 	}
 	// Start them together: wait until every child has opened the store.
-	for deadline := time.Now().Add(3 * time.Minute); ; {
-		n := 0
+	require.Eventually(t, func() bool {
 		for i := range children {
-			if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("ready-racer-%02d", i))); err == nil {
-				n++
+			if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("ready-racer-%02d", i))); err != nil {
+				return false
 			}
 		}
-		if n == procs {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d of %d children got ready", n, procs)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return true
+	}, 3*time.Minute, 5*time.Millisecond, "not every child got ready")
 	began := time.Now()
-	if err := os.WriteFile(filepath.Join(dir, "start"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "start"), nil, 0o644))
 	// The barrier of every round: release its commits once every child has prepared it.
 	for r := 0; r < rounds; r++ {
 		for i := range children {
-			if err := awaitFile(filepath.Join(dir, fmt.Sprintf("prepared-racer-%02d-%d", i, r))); err != nil {
-				t.Fatalf("child %d, round %d: %v", i, r, err)
-			}
+			require.NoError(t, awaitFile(filepath.Join(dir, fmt.Sprintf("prepared-racer-%02d-%d", i, r))), "child %d, round %d", i, r)
 		}
-		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("go-%d", r)), nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("go-%d", r)), nil, 0o644))
 	}
 	results := make([]raceResult, procs)
 	for i, c := range children {
@@ -211,9 +197,7 @@ func runCommitRace(t *testing.T, url string, env map[string]string, procs, round
 		if err != nil || res.ExitCode != 0 {
 			t.Fatalf("child %d failed: %v\n%s", i, err, res)
 		}
-		if err := ReadJSONFile(filepath.Join(dir, fmt.Sprintf("result-racer-%02d.json", i)), &results[i]); err != nil {
-			t.Fatalf("child %d result: %v", i, err)
-		}
+		require.NoError(t, ReadJSONFile(filepath.Join(dir, fmt.Sprintf("result-racer-%02d.json", i)), &results[i]), "child %d result", i)
 	}
 	elapsed := time.Since(began)
 
@@ -228,9 +212,7 @@ func runCommitRace(t *testing.T, url string, env map[string]string, procs, round
 		total += r.Merges
 		conflicts += r.Conflicts
 		lost += r.LostRaces
-		if r.Already > 0 {
-			t.Errorf("shard %s: %d commits answered 'already committed' though nobody else merges its shard", r.Shard, r.Already)
-		}
+		assert.Zero(t, r.Already, "shard %s: commits answered 'already committed' though nobody else merges its shard", r.Shard)
 		for _, v := range r.Versions {
 			if other, dup := seen[v]; dup {
 				t.Errorf("base version %d acknowledged to two commits (%s and %s)", v, other, r.Shard)
@@ -241,57 +223,29 @@ func runCommitRace(t *testing.T, url string, env map[string]string, procs, round
 			want[k] = v
 		}
 	}
-	versions := make([]uint64, 0, len(seen))
-	for v := range seen {
-		versions = append(versions, v)
+	oneToN := make([]uint64, len(seen))
+	for i := range oneToN {
+		oneToN[i] = uint64(i + 1)
 	}
-	sort.Slice(versions, func(i, j int) bool { return versions[i] < versions[j] })
-	for i, v := range versions {
-		if v != uint64(i+1) {
-			t.Errorf("acknowledged versions are not 1..%d: position %d holds %d", total, i, v)
-			break
-		}
-	}
+	assert.Equal(t, oneToN, slices.Sorted(maps.Keys(seen)), "acknowledged versions are not 1..%d", total)
 	lay, err := InspectLayout(ctx, parent.Bucket(), target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if lay.BaseVersion != uint64(total) {
-		t.Errorf("base version %d, merges acknowledged %d: a commit was lost or invented", lay.BaseVersion, total)
-	}
+	require.NoError(t, err)
+	assert.Equal(t, uint64(total), lay.BaseVersion, "base version against merges acknowledged: a commit was lost or invented")
 	for _, r := range results {
-		if got := lay.Watermarks[r.Shard]; got != r.Through {
-			t.Errorf("shard %s: watermark %d, acknowledged through %d", r.Shard, got, r.Through)
-		}
+		assert.Equal(t, r.Through, lay.Watermarks[r.Shard], "shard %s: watermark against acknowledged through", r.Shard)
 	}
-	if len(lay.Orphans) > 0 {
-		t.Errorf("staged files outside the base: %v", lay.Orphans)
-	}
+	assert.Empty(t, lay.Orphans, "staged files outside the base")
 	reader := mustStore(t, mustOpenDB(t, url, "race-reader", nil, nil))
 	base, dups, err := ReadAll(ctx, reader, store.SourceBase, 1000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(dups) > 0 {
-		t.Errorf("keys twice in the base: %v", dups)
-	}
-	if len(base) != len(want) {
-		t.Errorf("base holds %d rows, %d acknowledged", len(base), len(want))
-	}
-	for k, v := range want {
-		if base[k] != v {
-			t.Errorf("row %s: base has %d, want %d", k, base[k], v)
-			break
-		}
-	}
+	require.NoError(t, err)
+	assert.Empty(t, dups, "keys twice in the base")
+	assert.Equal(t, want, base, "the base against every acknowledged row")
 	t.Logf("%d processes × %d rounds: %d commits in %s (%.1f commits/s), %d lost put-if-absent races rebased (per round %v), %d ErrConflict retries; %s",
 		procs, rounds, total, elapsed.Round(time.Millisecond), float64(total)/elapsed.Seconds(), lost, lostIn, conflicts, lay.Summary())
 	// The race happened: with every round's commits released at once, committers lose the
 	// put-if-absent of v+1 and rebase. Fewer lost races than rounds means the processes
 	// mostly took turns, and the checks above proved nothing about racing committers.
-	if total != procs*rounds {
-		t.Errorf("%d commits, want %d (%d processes × %d rounds)", total, procs*rounds, procs, rounds)
-	}
+	assert.Equal(t, procs*rounds, total, "commits of %d processes × %d rounds", procs, rounds)
 	if lost < int64(rounds) {
 		t.Errorf("%d lost put-if-absent races in %d rounds of %d racing committers (per round %v): the commits did not race", lost, rounds, procs, lostIn)
 	}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
@@ -89,9 +91,7 @@ func openDB(ctx context.Context, url, instance string, faults objstore.Faults, t
 func mustOpenDB(t testing.TB, url, instance string, faults objstore.Faults, tweak func(*store.Options)) *store.DB {
 	t.Helper()
 	db, err := openDB(context.Background(), url, instance, faults, tweak)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close(context.Background()) })
 	return db
 }
@@ -100,9 +100,7 @@ func mustOpenDB(t testing.TB, url, instance string, faults objstore.Faults, twea
 func mustStore(t testing.TB, db *store.DB) *store.Store {
 	t.Helper()
 	s, err := createOrOpen(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return s
 }
 
@@ -110,28 +108,20 @@ func mustStore(t testing.TB, db *store.DB) *store.Store {
 func mustSeal(t testing.TB, s *store.Store, rows ...store.Row) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := s.Append(ctx, rows); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, errOf(s.Append(ctx, rows)))
+	require.NoError(t, errOf(s.Flush(ctx)))
 }
 
 // createOrOpen creates the reliability store or opens it, retrying transient errors for
 // up to a minute (faults may be on).
-func createOrOpen(ctx context.Context, db *store.DB) (*store.Store, error) {
-	deadline := time.Now().Add(time.Minute)
-	for {
-		s, err := db.Create(ctx, target, store.CreateOptions{Schema: &Schema})
-		if errors.Is(err, store.ErrAlreadyExists) {
+func createOrOpen(ctx context.Context, db *store.DB) (s *store.Store, err error) {
+	_, err = retry(time.Minute, func() error {
+		if s, err = db.Create(ctx, target, store.CreateOptions{Schema: &Schema}); errors.Is(err, store.ErrAlreadyExists) {
 			s, err = db.Open(ctx, target)
 		}
-		if err == nil || time.Now().After(deadline) {
-			return s, err
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return err
+	})
+	return s, err
 }
 
 // retry calls f until it succeeds or d passes.
@@ -173,18 +163,33 @@ func readChecked(t *testing.T, storage, instance string, tg store.Target, oracle
 	ctx := context.Background()
 	db := mustOpenDB(t, storage, instance, nil, nil)
 	s, err := db.Open(ctx, tg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	all, dups, err := ReadAll(ctx, s, store.SourceAll, 1000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(dups) > 0 {
-		t.Errorf("%s: keys read twice: %v", what, dups)
-	}
-	for _, v := range oracle.Verify(all) {
-		t.Errorf("%s: %s", what, v)
-	}
+	require.NoError(t, err)
+	assert.Empty(t, dups, "%s: keys read twice", what)
+	assert.Empty(t, oracle.Verify(all), "%s: oracle violations", what)
 	return db, s, all
+}
+
+// errOf is the error of a call whose value the test does not need.
+func errOf[T any](_ T, err error) error { return err }
+
+// mergeAll runs MergeAll on s until no shard has anything pending (giving up after passes+2
+// runs) and returns the generations reclaimed.
+func mergeAll(ctx context.Context, s *store.Store, passes int) (int, error) {
+	total := 0
+	for pass := 0; ; pass++ {
+		n, err := s.MergeAll(ctx)
+		if err != nil {
+			return total, fmt.Errorf("merge all: %w", err)
+		}
+		total += n
+		pend, err := s.PendingShards(ctx)
+		if err != nil || len(pend) == 0 {
+			return total, err
+		}
+		if pass > passes {
+			return total, fmt.Errorf("pending never reached 0: %+v", pend)
+		}
+	}
 }

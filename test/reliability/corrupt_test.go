@@ -10,6 +10,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/store/objstore"
@@ -60,9 +62,7 @@ type corruptStore struct {
 func corruptCounter(t testing.TB, m *store.Metrics) float64 {
 	t.Helper()
 	var d dto.Metric
-	if err := m.CorruptObjects.WithLabelValues(string(store.KindGeneric)).Write(&d); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, m.CorruptObjects.WithLabelValues(string(store.KindGeneric)).Write(&d))
 	return d.GetCounter().GetValue()
 }
 
@@ -88,9 +88,7 @@ func (cs *corruptStore) write(ctx context.Context, t testing.TB, shard int, keys
 		cs.oracle.Attempt(k, v)
 		rows[i] = Row(k, v)
 	}
-	if _, err := cs.byProc[shard].Append(ctx, rows); err != nil {
-		t.Fatalf("%s shard %d append: %v", cs.name, shard, err)
-	}
+	require.NoError(t, errOf(cs.byProc[shard].Append(ctx, rows)), "%s shard %d append", cs.name, shard)
 	for _, k := range keys {
 		cs.oracle.Ack(k, v)
 	}
@@ -98,9 +96,7 @@ func (cs *corruptStore) write(ctx context.Context, t testing.TB, shard int, keys
 
 func (cs *corruptStore) seal(ctx context.Context, t testing.TB, shard int) {
 	t.Helper()
-	if _, err := cs.byProc[shard].Flush(ctx); err != nil {
-		t.Fatalf("%s shard %d flush: %v", cs.name, shard, err)
-	}
+	require.NoError(t, errOf(cs.byProc[shard].Flush(ctx)), "%s shard %d flush", cs.name, shard)
 }
 
 func keyRange(prefix string, from, to int) []string {
@@ -132,23 +128,17 @@ func mergeShard(ctx context.Context, s *store.Store, shard string) (int, error) 
 func drainShards(ctx context.Context, t testing.TB, s *store.Store, shards []string, what string) {
 	t.Helper()
 	for _, sh := range shards {
-		if _, err := mergeShard(ctx, s, sh); err != nil {
-			t.Errorf("%s shard %s: %v", what, sh, err)
-		}
+		assert.NoError(t, errOf(mergeShard(ctx, s, sh)), "%s shard %s", what, sh)
 	}
 	for sh, n := range pendingOf(ctx, t, s) {
-		if n != 0 {
-			t.Errorf("%s shard %s: %d pending after merging", what, sh, n)
-		}
+		assert.Zero(t, n, "%s shard %s: pending after merging", what, sh)
 	}
 }
 
 func pendingOf(ctx context.Context, t testing.TB, s *store.Store) map[string]int {
 	t.Helper()
 	st, err := s.Stats(ctx)
-	if err != nil {
-		t.Fatalf("stats %s: %v", s.Target(), err)
-	}
+	require.NoError(t, err, "stats %s", s.Target())
 	out := map[string]int{}
 	for _, sh := range st.Shards {
 		out[sh.Shard] = sh.PendingGenerations
@@ -171,14 +161,10 @@ func checkGets(ctx context.Context, t testing.TB, s *store.Store, o *Oracle, dam
 				t.Errorf("%s: %v", k, verr)
 				continue
 			}
-			if e := o.Allowed(k, v, true); e != nil {
-				t.Errorf("%s: %v", s.Target(), e)
-			}
+			assert.NoError(t, o.Allowed(k, v, true), "%s", s.Target())
 			ok++
 		case inside && errors.Is(err, store.ErrCorrupt):
-			if !strings.Contains(err.Error(), damagedKey) {
-				t.Errorf("Get %s: the corrupt error does not name the damaged object %s: %v", k, damagedKey, err)
-			}
+			assert.ErrorContains(t, err, damagedKey, "Get %s: the corrupt error names the damaged object", k)
 			corrupt++
 		default:
 			t.Errorf("Get %s of %s (damaged range %q..%q): %v", k, s.Target(), damagedMin, damagedMax, err)
@@ -230,9 +216,7 @@ func runCorrupt(t *testing.T, url string) {
 			cs.write(ctx, t, i, keyRange(prefix(cs.name, i), 0, 20), 1)
 			cs.seal(ctx, t, i)
 		}
-		if _, err := cs.byProc[0].MergeAll(ctx); err != nil {
-			t.Fatalf("round-1 merge of %s: %v", cs.name, err)
-		}
+		require.NoError(t, errOf(cs.byProc[0].MergeAll(ctx)), "round-1 merge of %s", cs.name)
 		// Round 2: two more generations per shard, both pending.
 		for i := 0; i < corruptShards; i++ {
 			cs.write(ctx, t, i, keyRange(prefix(cs.name, i), 10, 30), 2)
@@ -248,18 +232,14 @@ func runCorrupt(t *testing.T, url string) {
 		for i, k := range walOnly {
 			rows[i] = Row(k, 1)
 		}
-		if _, err := stores["c"].byProc[2].Append(ctx, rows); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, errOf(stores["c"].byProc[2].Append(ctx, rows)))
 	}
 
 	bucket := procs[0].Bucket()
 	layout := func(cs *corruptStore) *Layout {
 		t.Helper()
 		l, err := InspectLayout(ctx, bucket, cs.t)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		return l
 	}
 
@@ -271,13 +251,9 @@ func runCorrupt(t *testing.T, url string) {
 	}
 	badGen := sa0.ListedMeta[0]
 	genBytes, err := bucket.Get(ctx, badGen.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	genBytes = genBytes[:len(genBytes)/2]
-	if err := bucket.Put(ctx, badGen.Path, genBytes); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, bucket.Put(ctx, badGen.Path, genBytes))
 
 	// Damage 2: garble the base run of store b that holds shard 1's first round.
 	lb := layout(stores["b"])
@@ -291,15 +267,11 @@ func runCorrupt(t *testing.T, url string) {
 		t.Fatalf("store b: no run of shard 1 in %+v", lb.RunMeta)
 	}
 	runBytes, err := bucket.Get(ctx, badRun.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for i := 8; i < len(runBytes)-8; i += 7 {
 		runBytes[i] ^= 0x5a
 	}
-	if err := bucket.Put(ctx, badRun.Path, runBytes); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, bucket.Put(ctx, badRun.Path, runBytes))
 	baseVersionB := lb.BaseVersion
 
 	// Damage 3: truncate the WAL object holding store c, shard 2's unsealed append.
@@ -315,13 +287,9 @@ func runCorrupt(t *testing.T, url string) {
 		t.Fatalf("store c shard 2: no live WAL object: %+v", sc2)
 	}
 	walBytes, err := bucket.Get(ctx, badWAL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	walBytes = walBytes[:len(walBytes)*2/3]
-	if err := bucket.Put(ctx, badWAL, walBytes); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, bucket.Put(ctx, badWAL, walBytes))
 	t.Logf("damaged: generation %s (truncated, keys %s..%s), run %s (garbled, keys %s..%s), WAL %s (truncated, %d rows)",
 		badGen.Path, badGen.MinKey, badGen.MaxKey, badRun.Path, badRun.MinKey, badRun.MaxKey, badWAL, len(walOnly))
 
@@ -333,33 +301,21 @@ func runCorrupt(t *testing.T, url string) {
 	// --- store a: the shard with the truncated generation is blocked, the others merge.
 	before := corruptCounter(t, met)
 	_, err = ca.Prepare(ctx, store.PrepareParams{Shard: shardIDs[0]})
-	if !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), badGen.Path) {
-		t.Errorf("store a shard 0 Prepare: want ErrCorrupt naming %s, got %v", badGen.Path, err)
-	} else {
-		t.Logf("store a shard 0 Prepare: %v", err)
-	}
-	if _, err := mergeShard(ctx, ca, shardIDs[0]); !errors.Is(err, store.ErrCorrupt) {
-		t.Errorf("store a shard 0 MergeOnce: want ErrCorrupt, got %v", err)
-	}
-	if got := corruptCounter(t, met); got <= before {
-		t.Errorf("walkeeper_corrupt_objects_total did not grow on the truncated generation (%v -> %v)", before, got)
-	}
+	assert.ErrorIs(t, err, store.ErrCorrupt, "store a shard 0 Prepare")
+	assert.ErrorContains(t, err, badGen.Path, "store a shard 0 Prepare names the truncated generation")
+	t.Logf("store a shard 0 Prepare: %v", err)
+	assert.ErrorIs(t, errOf(mergeShard(ctx, ca, shardIDs[0])), store.ErrCorrupt, "store a shard 0 MergeOnce")
+	assert.Greater(t, corruptCounter(t, met), before, "walkeeper_corrupt_objects_total did not grow on the truncated generation")
 	for _, sh := range shardIDs[1:] {
-		if _, err := mergeShard(ctx, ca, sh); err != nil {
-			t.Errorf("store a: healthy shard %s: %v", sh, err)
-		}
+		assert.NoError(t, errOf(mergeShard(ctx, ca, sh)), "store a: healthy shard %s", sh)
 	}
 	p := pendingOf(ctx, t, ca)
 	if p[shardIDs[0]] != 2 || p[shardIDs[1]] != 0 || p[shardIDs[2]] != 0 {
 		t.Errorf("store a pending per shard: %v; want 2 on the blocked shard %s, 0 elsewhere", p, shardIDs[0])
 	}
 	okA, corA := checkGets(ctx, t, ca, stores["a"].oracle, badGen.Path, badGen.MinKey, badGen.MaxKey)
-	if corA == 0 {
-		t.Errorf("store a: no Get hit the truncated generation")
-	}
-	if _, err := ca.List(ctx, store.ListOptions{Limit: 1000}); !errors.Is(err, store.ErrCorrupt) {
-		t.Errorf("store a: a full listing over the truncated generation: want ErrCorrupt, got %v", err)
-	}
+	assert.Positive(t, corA, "store a: no Get hit the truncated generation")
+	assert.ErrorIs(t, errOf(ca.List(ctx, store.ListOptions{Limit: 1000})), store.ErrCorrupt, "store a: a full listing over the truncated generation")
 	if base, dups, err := ReadAll(ctx, ca, store.SourceBase, 100); err != nil || len(dups) > 0 {
 		t.Errorf("store a: the base alone must stay listable: %v (dups %v)", err, dups)
 	} else {
@@ -371,20 +327,13 @@ func runCorrupt(t *testing.T, url string) {
 	before = corruptCounter(t, met)
 	drainShards(ctx, t, cb, shardIDs, "store b")
 	okB, corB := checkGets(ctx, t, cb, stores["b"].oracle, badRun.Path, badRun.MinKey, badRun.MaxKey)
-	if corB == 0 {
-		t.Errorf("store b: no Get hit the garbled run")
-	}
+	assert.Positive(t, corB, "store b: no Get hit the garbled run")
 	_, err = cb.CompactBase(ctx, store.CompactParams{MaxRuns: -1})
-	if !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), badRun.Path) {
-		t.Errorf("store b CompactBase over the garbled run: want ErrCorrupt naming %s, got %v", badRun.Path, err)
-	}
-	if got := corruptCounter(t, met); got <= before {
-		t.Errorf("walkeeper_corrupt_objects_total did not grow on the garbled run (%v -> %v)", before, got)
-	}
+	assert.ErrorIs(t, err, store.ErrCorrupt, "store b CompactBase over the garbled run")
+	assert.ErrorContains(t, err, badRun.Path, "store b CompactBase over the garbled run names it")
+	assert.Greater(t, corruptCounter(t, met), before, "walkeeper_corrupt_objects_total did not grow on the garbled run")
 	lb2 := layout(stores["b"])
-	if !slices.Contains(lb2.Runs, badRun.Path) {
-		t.Errorf("store b: the garbled run %s is no longer referenced by base v%d", badRun.Path, lb2.BaseVersion)
-	}
+	assert.Contains(t, lb2.Runs, badRun.Path, "store b: the garbled run is no longer referenced by base v%d", lb2.BaseVersion)
 	t.Logf("store b: 3 shards merged (base v%d -> v%d), %d keys read, %d in the garbled run's range fail with ErrCorrupt; CompactBase refused: %v",
 		baseVersionB, lb2.BaseVersion, okB, corB, err)
 
@@ -403,16 +352,10 @@ func runCorrupt(t *testing.T, url string) {
 		}
 	}
 	t.Logf("restarted owner of store c shard 2: Append fails: %v", err)
-	if !strings.Contains(err.Error(), badWAL) {
-		t.Errorf("the WAL error does not name the object key %s: %v", badWAL, err)
-	}
-	if got := corruptCounter(t, met); got <= before {
-		t.Errorf("walkeeper_corrupt_objects_total did not move for the damaged WAL object (%v -> %v)", before, got)
-	}
+	assert.ErrorContains(t, err, badWAL, "the WAL error names the object key")
+	assert.Greater(t, corruptCounter(t, met), before, "walkeeper_corrupt_objects_total did not move for the damaged WAL object")
 	epochAfter := layout(stores["c"]).Shards[shardIDs[2]].WriterEpoch
-	if epochAfter > epochBefore+1 {
-		t.Errorf("store c shard 2: %d failed appends moved writer_epoch %d -> %d: a retried append must not claim the shard again", tries, epochBefore, epochAfter)
-	}
+	assert.LessOrEqual(t, epochAfter, epochBefore+1, "store c shard 2: %d failed appends moved writer_epoch: a retried append must not claim the shard again", tries)
 	t.Logf("store c shard 2: %d failed appends moved writer_epoch %d -> %d; walkeeper_corrupt_objects_total %v -> %v on the WAL object",
 		tries, epochBefore, epochAfter, before, corruptCounter(t, met))
 	// The other shards keep appending and sealing.
@@ -423,19 +366,11 @@ func runCorrupt(t *testing.T, url string) {
 	}
 	drainShards(ctx, t, cc, shardIDs, "store c")
 	all, dups, err := ReadAll(ctx, cc, store.SourceAll, 37)
-	if err != nil {
-		t.Fatalf("store c full read: %v", err)
-	}
-	if len(dups) > 0 {
-		t.Errorf("store c: keys listed twice: %v", dups)
-	}
-	for _, v := range cs.oracle.Verify(all) {
-		t.Errorf("store c oracle: %s", v)
-	}
+	require.NoError(t, err, "store c full read")
+	assert.Empty(t, dups, "store c: keys listed twice")
+	assert.Empty(t, cs.oracle.Verify(all), "store c oracle")
 	for _, k := range walOnly {
-		if _, ok := all[k]; ok {
-			t.Errorf("store c: %s read although its only copy is the truncated WAL object", k)
-		}
+		assert.NotContains(t, all, k, "store c: read although its only copy is the truncated WAL object")
 	}
 	t.Logf("store c: every shard merged to pending 0, %d keys read and match the oracle; the %d acknowledged rows whose only copy is the truncated WAL object are unreadable until it is repaired", len(all), len(walOnly))
 
@@ -443,33 +378,23 @@ func runCorrupt(t *testing.T, url string) {
 	mustBytes(ctx, t, bucket, badGen.Path, genBytes)
 	mustBytes(ctx, t, bucket, badRun.Path, runBytes)
 	mustBytes(ctx, t, bucket, badWAL, walBytes)
-	if l := layout(stores["a"]); !slices.Contains(l.Shards[shardIDs[0]].Listed, badGen.Path) {
-		t.Errorf("store a: the truncated generation is no longer listed: %s", l.Summary())
-	}
+	assert.Contains(t, layout(stores["a"]).Shards[shardIDs[0]].Listed, badGen.Path, "store a: the truncated generation is no longer listed")
 	t.Logf("corrupt objects counted: %v", corruptCounter(t, met))
 
 	// --- The operator sets the damaged generation and run aside (walkeeper quarantine): the
 	// blocked shard merges, full reads and compaction work again, the objects stay in place,
 	// and only keys inside the damaged objects' ranges may lose their newest version.
 	qa, err := ca.Quarantine(ctx, badGen.Path, "reliability: truncated generation")
-	if err != nil || qa.Rows == 0 {
-		t.Fatalf("quarantine %s: %+v, %v", badGen.Path, qa, err)
-	}
-	if _, err := mergeShard(ctx, ca, shardIDs[0]); err != nil {
-		t.Errorf("store a shard 0 after quarantine: %v", err)
-	}
-	for sh, n := range pendingOf(ctx, t, ca) {
-		if n != 0 {
-			t.Errorf("store a shard %s: %d pending after quarantine and merge", sh, n)
-		}
-	}
+	require.NoError(t, err, "quarantine %s", badGen.Path)
+	require.NotZero(t, qa.Rows, "quarantine %s", badGen.Path)
+	drainShards(ctx, t, ca, shardIDs[:1], "store a after quarantine:")
 	verifyOutside(ctx, t, ca, stores["a"].oracle, badGen.MinKey, badGen.MaxKey)
 	qb, err := cb.Quarantine(ctx, badRun.Path, "reliability: garbled run")
-	if err != nil || qb.Rows == 0 {
-		t.Fatalf("quarantine %s: %+v, %v", badRun.Path, qb, err)
-	}
-	if res, err := cb.CompactBase(ctx, store.CompactParams{MaxRuns: -1}); err != nil || !res.Committed {
-		t.Errorf("store b CompactBase after quarantine: %+v, %v", res, err)
+	require.NoError(t, err, "quarantine %s", badRun.Path)
+	require.NotZero(t, qb.Rows, "quarantine %s", badRun.Path)
+	res, err := cb.CompactBase(ctx, store.CompactParams{MaxRuns: -1})
+	if assert.NoError(t, err, "store b CompactBase after quarantine") {
+		assert.True(t, res.Committed, "store b CompactBase after quarantine: %+v", res)
 	}
 	verifyOutside(ctx, t, cb, stores["b"].oracle, badRun.MinKey, badRun.MaxKey)
 	mustBytes(ctx, t, bucket, badGen.Path, genBytes)
@@ -483,19 +408,13 @@ func runCorrupt(t *testing.T, url string) {
 func verifyOutside(ctx context.Context, t testing.TB, s *store.Store, o *Oracle, min, max string) {
 	t.Helper()
 	all, dups, err := ReadAll(ctx, s, store.SourceAll, 37)
-	if err != nil {
-		t.Fatalf("%s full read after quarantine: %v", s.Target(), err)
-	}
-	if len(dups) > 0 {
-		t.Errorf("%s: keys listed twice: %v", s.Target(), dups)
-	}
+	require.NoError(t, err, "%s full read after quarantine", s.Target())
+	assert.Empty(t, dups, "%s: keys listed twice", s.Target())
 	for _, k := range o.Keys() {
 		if k >= min && k <= max {
 			continue
 		}
 		v, present := all[k]
-		if err := o.Allowed(k, v, present); err != nil {
-			t.Errorf("%s after quarantine: %v", s.Target(), err)
-		}
+		assert.NoError(t, o.Allowed(k, v, present), "%s after quarantine", s.Target())
 	}
 }

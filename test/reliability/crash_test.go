@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
@@ -209,22 +211,8 @@ func crashRestartChild(ctx context.Context, raw json.RawMessage) error {
 	if err := recoverWAL(); err != nil {
 		return err
 	}
-	for pass := 0; ; pass++ {
-		n, err := s.MergeAll(ctx)
-		if err != nil {
-			return fmt.Errorf("merge all: %w", err)
-		}
-		res.Reclaimed += n
-		pend, err := s.PendingShards(ctx)
-		if err != nil {
-			return err
-		}
-		if len(pend) == 0 {
-			break
-		}
-		if pass > 10 {
-			return fmt.Errorf("pending never reached 0: %+v", pend)
-		}
+	if res.Reclaimed, err = mergeAll(ctx, s, 10); err != nil {
+		return err
 	}
 	if err := db.Close(ctx); err != nil {
 		return err
@@ -254,18 +242,14 @@ func runCrashStep(t *testing.T, step Step, iters int) {
 	url := fileURL(t)
 	dir := t.TempDir()
 	parent := mustOpenDB(t, url, "crash-parent", nil, nil)
-	if _, err := createOrOpen(ctx, parent); err != nil {
-		t.Fatal(err)
-	}
+	mustStore(t, parent)
 	prevOrphans := 0
 	leaked := 0
 	outcomes := map[string]int{}
 	for it := 0; it < iters; it++ {
 		a := crashArg{URL: url, Instance: "crash-w1", Step: step.Name, Iter: it, Dir: dir, Keys: 24, Batches: 6, Flushed: 4, PerBatch: 5}
 		res, err := RunChild(ctx, "crash", a, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		if !res.Killed {
 			t.Fatalf("iteration %d: the child was not killed at %s:\n%s", it, step.Name, res)
 		}
@@ -275,54 +259,35 @@ func runCrashStep(t *testing.T, step Step, iters int) {
 			a.Mode, a.Order = "retry", "prepare-first"
 		}
 		res, err = RunChild(ctx, "crash-restart", a, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		if res.ExitCode != 0 || res.Killed {
 			t.Fatalf("iteration %d: restart failed:\n%s", it, res)
 		}
 		var rr crashRestartResult
-		if err := ReadJSONFile(filepath.Join(dir, fmt.Sprintf("restart-%d.json", it)), &rr); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, ReadJSONFile(filepath.Join(dir, fmt.Sprintf("restart-%d.json", it)), &rr))
 		outcomes[fmt.Sprintf("%s/%s:%s", a.Mode, a.Order, strings.TrimSpace(rr.Outcome))]++
 
 		oracle := NewOracle()
-		if err := oracle.LoadAckLog(a.ackLog()); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, oracle.LoadAckLog(a.ackLog()))
 		checkDB, checker, all := readChecked(t, url, fmt.Sprintf("crash-checker-%d", it), target, oracle, fmt.Sprintf("iteration %d", it))
 		base, _, err := ReadAll(ctx, checker, store.SourceBase, 1000)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if fmt.Sprint(base) != fmt.Sprint(all) {
-			t.Errorf("iteration %d: base differs from all sources after the merge: base %d keys, all %d", it, len(base), len(all))
-		}
+		require.NoError(t, err)
+		assert.Equal(t, all, base, "iteration %d: base differs from all sources after the merge", it)
 		lay, err := InspectLayout(ctx, parent.Bucket(), target)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if lay.Pending() != 0 {
-			t.Errorf("iteration %d: %d generations pending", it, lay.Pending())
-		}
+		require.NoError(t, err)
+		assert.Zero(t, lay.Pending(), "iteration %d: generations pending", it)
 		for sh, sl := range lay.Shards {
-			if len(sl.GenFiles) > 0 {
-				t.Errorf("iteration %d: shard %s: generation files left: %v (listed %v)", it, sh, sl.GenFiles, sl.Listed)
-			}
-		}
-		newOrphans := len(lay.Orphans) - prevOrphans
-		prevOrphans = len(lay.Orphans)
-		if newOrphans > 0 {
-			leaked += newOrphans
-			t.Logf("iteration %d (%s/%s, %s): %d staged file(s) left outside the base: %v", it, a.Mode, a.Order, strings.TrimSpace(rr.Outcome), newOrphans, lay.Orphans)
+			assert.Empty(t, sl.GenFiles, "iteration %d: shard %s: generation files left (listed %v)", it, sh, sl.Listed)
 		}
 		// The crash table promises that a retried prepare drops its own staged files, also
 		// after a kill right after staging (TestFindingRetriedPrepareDoesNotLeakStagedFile),
 		// so no step may leak one.
-		if newOrphans > 0 {
-			t.Errorf("iteration %d: %d staged files leaked at step %s", it, newOrphans, step.Name)
+		if newOrphans := len(lay.Orphans) - prevOrphans; newOrphans > 0 {
+			leaked += newOrphans
+			t.Errorf("iteration %d (%s/%s, %s): %d staged files leaked at step %s, outside the base: %v",
+				it, a.Mode, a.Order, strings.TrimSpace(rr.Outcome), newOrphans, step.Name, lay.Orphans)
 		}
+		prevOrphans = len(lay.Orphans)
 		if it == iters-1 {
 			t.Logf("%s: %d iterations, outcomes %v, leaked staged files %d, final layout: %s", step.Name, iters, outcomes, leaked, lay.Summary())
 		}

@@ -2,13 +2,13 @@ package reliability
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
@@ -40,15 +40,6 @@ func (g *gate) Before(op, key string) error {
 
 func (g *gate) After(_, _ string, err error) error { return err }
 
-func waitOrFail(t *testing.T, ch <-chan struct{}, what string) {
-	t.Helper()
-	select {
-	case <-ch:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("timed out waiting for %s", what)
-	}
-}
-
 // TestFindingReadDuringSealSeesAcknowledgedRow: a Get on the writing process must return
 // the newest acknowledged version even when a seal completes while the Get is running.
 //
@@ -67,9 +58,7 @@ func TestFindingReadDuringSealSeesAcknowledgedRow(t *testing.T) {
 			db := mustOpenDB(t, memURL(t), "w1", g, nil)
 			s := mustStore(t, db)
 			mustSeal(t, s, Row("a", 1))
-			if _, err := s.Append(ctx, []store.Row{Row("a", 2)}); err != nil { // acknowledged, in the memtable
-				t.Fatal(err)
-			}
+			require.NoError(t, errOf(s.Append(ctx, []store.Row{Row("a", 2)}))) // acknowledged, in the memtable
 			g.armed.Store(true)
 			got := make(chan string, 1)
 			go func() {
@@ -90,14 +79,14 @@ func TestFindingReadDuringSealSeesAcknowledgedRow(t *testing.T) {
 				}
 				got <- fmt.Sprint(rows["a"])
 			}()
-			waitOrFail(t, g.reached, "the read to reach the base manifest")
-			if _, err := s.Flush(ctx); err != nil { // seals a=2 and drops the memtable
-				t.Fatal(err)
+			select {
+			case <-g.reached:
+			case <-time.After(30 * time.Second):
+				t.Fatal("timed out waiting for the read to reach the base manifest")
 			}
+			require.NoError(t, errOf(s.Flush(ctx))) // seals a=2 and drops the memtable
 			close(g.release)
-			if v := <-got; v != "2" {
-				t.Fatalf("%s of an acknowledged row during a seal returned %s, want 2 (the newest acknowledged value)", read, v)
-			}
+			require.Equal(t, "2", <-got, "%s of an acknowledged row during a seal: want the newest acknowledged value", read)
 		})
 	}
 }
@@ -124,31 +113,17 @@ func TestFindingRetriedPrepareDoesNotLeakStagedFile(t *testing.T) {
 	}}
 	db := mustOpenDB(t, memURL(t), "w1", faults, nil)
 	s := mustStore(t, db)
-	appendFlush := func(k string, v int64) {
-		t.Helper()
-		mustSeal(t, s, Row(k, v))
-	}
-	appendFlush("a", 1)
-	appendFlush("b", 1)
+	mustSeal(t, s, Row("a", 1))
+	mustSeal(t, s, Row("b", 1))
 	ghost.Store(true)
-	if _, err := s.Prepare(ctx, store.PrepareParams{AttemptKey: "merge-wal/generic/rel/prepare-1"}); !errors.Is(err, ErrInjected) {
-		t.Fatalf("first prepare: want the injected failure, got %v", err)
-	}
-	appendFlush("c", 1) // a seal lands before the activity is retried
+	require.ErrorIs(t, errOf(s.Prepare(ctx, store.PrepareParams{AttemptKey: "merge-wal/generic/rel/prepare-1"})), ErrInjected, "first prepare")
+	mustSeal(t, s, Row("c", 1)) // a seal lands before the activity is retried
 	p, err := s.Prepare(ctx, store.PrepareParams{AttemptKey: "merge-wal/generic/rel/prepare-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := commitOne(ctx, s, p); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, errOf(commitOne(ctx, s, p)))
 	lay, err := InspectLayout(ctx, db.Bucket().WithFaults(nil), target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(lay.Orphans) > 0 {
-		t.Fatalf("the retried prepare (same attempt key) left the first try's staged file behind: %v (referenced: %v)", lay.Orphans, lay.Runs)
-	}
+	require.NoError(t, err)
+	require.Empty(t, lay.Orphans, "the retried prepare (same attempt key) left the first try's staged file behind (referenced: %v)", lay.Runs)
 }
 
 // TestFindingAlreadyCommittedCleanupFailureIsReported: when a commit finds its generations
@@ -175,23 +150,15 @@ func TestFindingAlreadyCommittedCleanupFailureIsReported(t *testing.T) {
 		mustSeal(t, s, Row(fmt.Sprint("k", i), 1))
 	}
 	p1, err := s.Prepare(ctx, store.PrepareParams{AttemptKey: "owner"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	p2, err := s.Prepare(ctx, store.PrepareParams{AttemptKey: "fallback"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := commitOne(ctx, s, p1); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, errOf(commitOne(ctx, s, p1)))
 	failDeletes.Store(true)
 	res, err := commitOne(ctx, s, p2)
 	failDeletes.Store(false)
 	lay, lerr := InspectLayout(ctx, db.Bucket().WithFaults(nil), target)
-	if lerr != nil {
-		t.Fatal(lerr)
-	}
+	require.NoError(t, lerr)
 	if err == nil && len(lay.Orphans) > 0 {
 		t.Fatalf("Commit reported success (already committed=%v) but left its staged file %v: the failed clean-up is never retried", res.Outcome == store.RoundAlreadyCommitted, lay.Orphans)
 	}
@@ -232,24 +199,17 @@ func TestFindingSelfFenceHidesAcknowledgedRows(t *testing.T) {
 	}
 	db := mustOpenDB(t, memURL(t), "w1", faults, nil)
 	s := mustStore(t, db)
-	if _, err := s.Append(ctx, []store.Row{Row("a", 1)}); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, errOf(s.Append(ctx, []store.Row{Row("a", 1)})))
 	ghostWAL.Store(true)
-	if _, err := s.Append(ctx, []store.Row{Row("b", 1)}); !errors.Is(err, ErrInjected) {
-		t.Fatalf("want the injected WAL failure, got %v", err)
-	}
+	require.ErrorIs(t, errOf(s.Append(ctx, []store.Row{Row("b", 1)})), ErrInjected, "want the injected WAL failure")
 	failClaim.Store(true)
 	_, err := s.Append(ctx, []store.Row{Row("c", 1)})
 	failClaim.Store(false)
 	t.Logf("append after the ambiguous WAL write: %v", err)
 	row, err := s.Get(ctx, "a")
-	if err != nil {
-		t.Fatalf("acknowledged row a=1 is not readable on its own process: %v", err)
-	}
-	if v, _ := ValueOf(row); v != 1 {
-		t.Fatalf("a = %d, want 1", v)
-	}
+	require.NoError(t, err, "acknowledged row a=1 is not readable on its own process")
+	v, _ := ValueOf(row)
+	require.EqualValues(t, 1, v, "a")
 }
 
 // TestFindingMissingRunIsNotRowNotFound: when a file that the latest base manifest lists is
@@ -267,21 +227,15 @@ func TestFindingMissingRunIsNotRowNotFound(t *testing.T) {
 	db := mustOpenDB(t, memURL(t), "w1", nil, nil)
 	s := mustStore(t, db)
 	mustSeal(t, s, Row("a", 1))
-	if _, err := s.MergeAll(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, errOf(s.MergeAll(ctx)))
 	lay, err := InspectLayout(ctx, db.Bucket(), target)
-	if err != nil || len(lay.Runs) != 1 {
-		t.Fatalf("layout: %v %+v", err, lay)
-	}
-	if err := db.Bucket().Delete(ctx, lay.Runs[0]); err != nil { // the object is lost
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.Len(t, lay.Runs, 1)
+	require.NoError(t, db.Bucket().Delete(ctx, lay.Runs[0])) // the object is lost
 	reader := mustStore(t, mustOpenDB(t, db.Bucket().URL(), "reader", nil, nil))
 	_, err = reader.Get(ctx, "a")
-	if err == nil || errors.Is(err, store.ErrNotFound) || !errors.Is(err, store.ErrCorrupt) {
-		t.Fatalf("get of a row whose base run is missing: %v; want ErrCorrupt (HTTP 500 corrupt), not ErrNotFound (HTTP 404 row_not_found)", err)
-	}
+	require.ErrorIs(t, err, store.ErrCorrupt, "get of a row whose base run is missing: want HTTP 500 corrupt")
+	require.NotErrorIs(t, err, store.ErrNotFound, "get of a row whose base run is missing: not HTTP 404 row_not_found")
 }
 
 // TestFindingHostileManifestPathIsCorrupt: a base manifest whose run path is not a valid key
@@ -297,13 +251,9 @@ func TestFindingHostileManifestPathIsCorrupt(t *testing.T) {
 	db := mustOpenDB(t, memURL(t), "w1", nil, nil)
 	s := mustStore(t, db)
 	raw := `{"version":1,"runs":[{"id":"x","path":"../x.parquet","rows":1,"min_key":"a","max_key":"z"}],"watermarks":{}}`
-	if err := db.Bucket().PutIfAbsent(ctx, target.Path()+"/_versions/00000000000000000001.json", []byte(raw)); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, db.Bucket().PutIfAbsent(ctx, target.Path()+"/_versions/00000000000000000001.json", []byte(raw)))
 	_, err := s.Get(ctx, "b")
-	if !errors.Is(err, store.ErrCorrupt) {
-		t.Fatalf("get over a manifest naming %q: %v; want ErrCorrupt, not ErrInvalidInput (HTTP 400)", "../x.parquet", err)
-	}
+	require.ErrorIs(t, err, store.ErrCorrupt, "get over a manifest naming ../x.parquet: not ErrInvalidInput (HTTP 400)")
 }
 
 // TestFindingStaleChainHintCatchesUpOnFlakyStorage: a process whose cached view of a shard's
@@ -334,14 +284,10 @@ func TestFindingStaleChainHintCatchesUpOnFlakyStorage(t *testing.T) {
 	}}
 	writerDB := mustOpenDB(t, url, "writer", nil, nil)
 	w := mustStore(t, writerDB)
-	if _, err := w.Append(ctx, []store.Row{Row("a", 1)}); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, errOf(w.Append(ctx, []store.Row{Row("a", 1)})))
 	reader := mustStore(t, mustOpenDB(t, url, "reader", faults, nil))
-	if _, err := reader.Stats(ctx); err != nil { // caches the writer's chain at its first version
-		t.Fatal(err)
-	}
-	for i := 0; i < 200; i++ { // the writer's shard manifest moves 200 versions on
+	require.NoError(t, errOf(reader.Stats(ctx))) // caches the writer's chain at its first version
+	for i := 0; i < 200; i++ {                   // the writer's shard manifest moves 200 versions on
 		mustSeal(t, w, Row("a", int64(i+2)))
 	}
 	failEvery.Store(50) // 2% of manifest reads fail

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 
 	"github.com/walkeeper/walkeeper/store"
@@ -37,13 +39,9 @@ func TestSecurityBinaryListensOnLoopbackByDefault(t *testing.T) {
 	cmd := exec.Command(bin, "worker", "--help")
 	cmd.Env = []string{"HOME=" + t.TempDir(), "PATH=/usr/bin:/bin"} // no WALKEEPER_* in the environment
 	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("walkeeper worker --help: %v\n%s", err, out)
-	}
+	require.NoError(t, err, "walkeeper worker --help: %s", out)
 	m := regexp.MustCompile(`--listen string[^\n]*\(default "([^"]+)"\)`).FindSubmatch(out)
-	if m == nil {
-		t.Fatalf("no --listen default in:\n%s", out)
-	}
+	require.NotNil(t, m, "no --listen default in:\n%s", out)
 	host, _, err := net.SplitHostPort(string(m[1]))
 	if err != nil || !net.ParseIP(host).IsLoopback() {
 		t.Fatalf("walkeeper worker listens on %q by default, want a loopback address", m[1])
@@ -68,12 +66,8 @@ func startSecWorker(t *testing.T, dir string) *worker.Worker {
 	cfg.FlushInterval = 0
 	cfg.SweepInterval = 0
 	w, err := worker.New(cfg, zap.NewNop(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, w.Start(context.Background()))
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -87,9 +81,7 @@ func startSecWorker(t *testing.T, dir string) *worker.Worker {
 func rawRequest(t *testing.T, addr, method, target, token, body string) (int, string) {
 	t.Helper()
 	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
 	var b strings.Builder
@@ -102,13 +94,9 @@ func rawRequest(t *testing.T, addr, method, target, token, body string) (int, st
 	}
 	b.WriteString("\r\n")
 	b.WriteString(body)
-	if _, err := conn.Write([]byte(b.String())); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, errOf(conn.Write([]byte(b.String()))))
 	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, target, err)
-	}
+	require.NoError(t, err, "%s %s", method, target)
 	defer res.Body.Close()
 	var sb strings.Builder
 	_, _ = bufio.NewReader(res.Body).WriteTo(&sb)
@@ -132,9 +120,8 @@ func TestSecurityHostileNamesNeverEscapeTheRoot(t *testing.T) {
 	w := startSecWorker(t, dir)
 	addr := w.HTTPAddr()
 	schema := `{"fields":[{"name":"id","type":"string"},{"name":"v","type":"int64"}]}`
-	if code, body := rawRequest(t, addr, "POST", "/api/v1/stores/generic/legit", secToken, schema); code != http.StatusCreated {
-		t.Fatalf("create legit: %d %s", code, body)
-	}
+	code, body := rawRequest(t, addr, "POST", "/api/v1/stores/generic/legit", secToken, schema)
+	require.Equal(t, http.StatusCreated, code, "create legit: %s", body)
 	routes := []struct{ method, suffix, body string }{
 		{"POST", "", schema},
 		{"POST", "/rows", `[{"id":"x","v":1}]`},
@@ -174,13 +161,10 @@ func TestSecurityHostileNamesNeverEscapeTheRoot(t *testing.T) {
 	for _, id := range []string{"..%2f..%2f..%2fescape", "%2e%2e", "a%00b"} {
 		code, body := rawRequest(t, addr, "DELETE", "/api/v1/stores/generic/legit/rows/"+id, secToken, "")
 		sent++
-		if code >= 500 {
-			t.Errorf("DELETE row %s: %d %s", id, code, body)
-		}
+		assert.Less(t, code, 500, "DELETE row %s: %s", id, body)
 	}
-	if code, _ := rawRequest(t, addr, "POST", "/api/v1/stores/generic/legit/flush", secToken, ""); code != http.StatusOK {
-		t.Fatalf("flush legit: %d", code)
-	}
+	code, _ = rawRequest(t, addr, "POST", "/api/v1/stores/generic/legit/flush", secToken, "")
+	require.Equal(t, http.StatusOK, code, "flush legit")
 
 	storage := filepath.Join(dir, "storage")
 	var outside, foreign []string
@@ -202,19 +186,11 @@ func TestSecurityHostileNamesNeverEscapeTheRoot(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(outside) > 0 {
-		t.Errorf("files outside the storage root: %v", outside)
-	}
-	if len(foreign) > 0 {
-		t.Errorf("objects that do not belong to the one legitimate store: %v", foreign)
-	}
+	require.NoError(t, err)
+	assert.Empty(t, outside, "files outside the storage root")
+	assert.Empty(t, foreign, "objects that do not belong to the one legitimate store")
 	page, err := w.DB().ListTargets(context.Background(), store.Kinds, store.Target{}, store.MaxListPage)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	stores := page.Stores
 	if len(stores) != 1 || stores[0].Target != (store.Target{Kind: store.KindGeneric, Name: "legit"}) {
 		t.Errorf("stores after the battery: %+v", page)
@@ -248,22 +224,16 @@ func TestSecurityTokenGuardsEveryRoute(t *testing.T) {
 	for _, tok := range []string{"", "wrong", secToken + "x", strings.ToUpper(secToken), secToken[:len(secToken)-1]} {
 		for _, r := range reqs {
 			code, body := rawRequest(t, addr, r.method, r.target, tok, r.body)
-			if code != http.StatusUnauthorized {
-				t.Errorf("%s %s with token %q: %d %s", r.method, r.target, tok, code, body)
-			}
-			if strings.Contains(body, secToken) {
-				t.Errorf("401 body echoes the token: %s", body)
-			}
+			assert.Equal(t, http.StatusUnauthorized, code, "%s %s with token %q: %s", r.method, r.target, tok, body)
+			assert.NotContains(t, body, secToken, "401 body echoes the token")
 		}
 	}
-	if code, _ := rawRequest(t, addr, "GET", "/healthz", "", ""); code != http.StatusOK {
-		t.Errorf("/healthz without token: %d", code)
-	}
+	code, _ := rawRequest(t, addr, "GET", "/healthz", "", "")
+	assert.Equal(t, http.StatusOK, code, "/healthz without token")
 	page, err := w.DB().ListTargets(context.Background(), store.Kinds, store.Target{}, store.MaxListPage)
 	if err != nil || len(page.Stores) != 0 {
 		t.Errorf("unauthenticated requests changed state: %+v %v", page, err)
 	}
-	if code, body := rawRequest(t, addr, "POST", "/api/v1/stores/generic/gs", secToken, reqs[0].body); code != http.StatusCreated {
-		t.Errorf("with the token: %d %s", code, body)
-	}
+	code, body := rawRequest(t, addr, "POST", "/api/v1/stores/generic/gs", secToken, reqs[0].body)
+	assert.Equal(t, http.StatusCreated, code, "with the token: %s", body)
 }

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"github.com/walkeeper/walkeeper/internal/testkit/s3test"
 	"github.com/walkeeper/walkeeper/store"
 )
@@ -171,14 +173,10 @@ func startS3(t *testing.T) string {
 		}
 	})
 	srv, err := s3test.New(s3test.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Close() })
 	bucket := s3test.NewBucketName()
-	if err := srv.CreateBucket(bucket); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, srv.CreateBucket(bucket))
 	return srv.BucketURL(bucket)
 }
 
@@ -196,9 +194,7 @@ func (l *faultLoad) run() {
 	for i := range dbs {
 		dbs[i] = mustOpenDB(t, l.url, fmt.Sprintf("load-shard-%d", i), l.inj, tweak)
 		s, err := createOrOpen(ctx, dbs[i])
-		if err != nil {
-			t.Fatalf("create/open under faults: %v", err)
-		}
+		require.NoError(t, err, "create/open under faults")
 		stores[i] = s
 	}
 	observer := mustStore(t, mustOpenDB(t, l.url, "load-observer", l.inj, tweak))
@@ -244,35 +240,15 @@ func (l *faultLoad) run() {
 	// commit whose clean-up runs fault-free, and merge everything.
 	l.inj.Enable(false)
 	for i, s := range stores {
-		if _, err := s.Flush(ctx); err != nil {
-			t.Fatalf("final flush of shard %d: %v", i, err)
-		}
+		require.NoError(t, errOf(s.Flush(ctx)), "final flush of shard %d", i)
 		key := fmt.Sprintf("zz-sentinel-%d", i)
 		l.oracle.Attempt(key, 1)
-		if _, err := s.Append(ctx, []store.Row{Row(key, 1)}); err != nil {
-			t.Fatalf("sentinel append: %v", err)
-		}
+		require.NoError(t, errOf(s.Append(ctx, []store.Row{Row(key, 1)})), "sentinel append")
 		l.oracle.Ack(key, 1)
-		if _, err := s.Flush(ctx); err != nil {
-			t.Fatalf("sentinel flush: %v", err)
-		}
+		require.NoError(t, errOf(s.Flush(ctx)), "sentinel flush")
 	}
 	checker := mustStore(t, mustOpenDB(t, l.url, "load-checker", nil, tweak))
-	for pass := 0; ; pass++ {
-		if _, err := checker.MergeAll(ctx); err != nil {
-			t.Fatalf("final MergeAll: %v", err)
-		}
-		p, err := checker.PendingShards(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(p) == 0 {
-			break
-		}
-		if pass > 20 {
-			t.Fatalf("pending never reached 0: %+v", p)
-		}
-	}
+	require.NoError(t, errOf(mergeAll(ctx, checker, 20)), "final MergeAll")
 
 	t.Logf("load %s for %s: %s", l.url, ran.Round(time.Millisecond), l.c.String())
 	t.Logf("faults: %s", l.inj.Summary())
@@ -280,51 +256,28 @@ func (l *faultLoad) run() {
 	// Over the calls made while faults were on: the calls of the set-up and of the drain after
 	// the load (faults off) once diluted the rate below the floor. Half the configured error
 	// rate is about four standard deviations below it at this run's ~1,000 active calls.
-	if rate, want := float64(tot.Errors)/float64(max(tot.Active, 1)), l.inj.cfg.ErrorRate/2; rate < want {
-		t.Errorf("error rate %.3f over %d calls with faults on < %.3f: the run did not test what it claims", rate, tot.Active, want)
-	}
-	if !l.c.progressed() {
-		t.Errorf("load made no progress in %s: %s", loadCap*l.dur, l.c.String())
-	}
-	for _, e := range online {
-		t.Errorf("online check: %s", e)
-	}
+	assert.GreaterOrEqual(t, float64(tot.Errors)/float64(max(tot.Active, 1)), l.inj.cfg.ErrorRate/2,
+		"error rate over %d calls with faults on: the run did not test what it claims", tot.Active)
+	assert.True(t, l.c.progressed(), "load made no progress in %s: %s", loadCap*l.dur, l.c.String())
+	assert.Empty(t, online, "online checks")
 
 	all, dups, err := ReadAll(ctx, checker, store.SourceAll, 97)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(dups) > 0 {
-		t.Errorf("keys listed twice or out of order: %v", dups)
-	}
-	for _, v := range l.oracle.Verify(all) {
-		t.Errorf("oracle: %s", v)
-	}
+	require.NoError(t, err)
+	assert.Empty(t, dups, "keys listed twice or out of order")
+	assert.Empty(t, l.oracle.Verify(all), "oracle")
 	base, _, err := ReadAll(ctx, checker, store.SourceBase, 500)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(base) != len(all) {
-		t.Errorf("after MergeAll the base has %d keys, all sources %d", len(base), len(all))
-	}
+	require.NoError(t, err)
+	assert.Len(t, base, len(all), "after MergeAll the base against all sources")
 	acked, unacked := l.oracle.Counts()
 	t.Logf("oracle: %d keys acknowledged, %d attempted only; store holds %d keys", acked, unacked, len(all))
 
 	lay, err := InspectLayout(ctx, dbs[0].Bucket().WithFaults(nil), target)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Logf("layout: %s", lay.Summary())
-	if lay.Pending() != 0 {
-		t.Errorf("pending generations after MergeAll: %d", lay.Pending())
-	}
+	assert.Zero(t, lay.Pending(), "pending generations after MergeAll")
 	for sh, sl := range lay.Shards {
-		if len(sl.UnlistedGens) > 0 {
-			t.Errorf("shard %s: generation files no manifest lists: %v", sh, sl.UnlistedGens)
-		}
-		if len(sl.Listed) > 0 {
-			t.Errorf("shard %s: manifest still lists %d generations after MergeAll", sh, len(sl.Listed))
-		}
+		assert.Empty(t, sl.UnlistedGens, "shard %s: generation files no manifest lists", sh)
+		assert.Empty(t, sl.Listed, "shard %s: manifest still lists generations after MergeAll", sh)
 		if len(sl.StaleWAL) > 0 {
 			t.Logf("shard %s: %d WAL objects at or below replay_after left (deleted by the next seal)", sh, len(sl.StaleWAL))
 		}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
 	"github.com/walkeeper/walkeeper/contract"
@@ -138,9 +140,7 @@ func TestWorkerProcessesSurviveKillsAndTemporalRestarts(t *testing.T) {
 	api := func(w *walkeeperproc.Worker, rest string) string {
 		return "http://" + w.Listen + "/api/v1/stores/generic/wk" + rest
 	}
-	if _, err := httpJSON(http.MethodPost, api(workers[0], ""), map[string]any{"fields": Schema.Fields}, nil); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, errOf(httpJSON(http.MethodPost, api(workers[0], ""), map[string]any{"fields": Schema.Fields}, nil)))
 	load := &rigLoad{oracle: NewOracle(), next: map[string]int64{}}
 	wk := store.Target{Kind: store.KindGeneric, Name: "wk"}
 
@@ -160,35 +160,27 @@ func TestWorkerProcessesSurviveKillsAndTemporalRestarts(t *testing.T) {
 						load.oracle.Attempt(k, vals[j])
 						rows[j] = map[string]any{"id": k, "v": vals[j], "pad": "x"}
 					}
-					if _, err := httpJSON(http.MethodPost, api(w, "/rows"), rows, nil); err != nil {
-						t.Fatal(err)
-					}
+					require.NoError(t, errOf(httpJSON(http.MethodPost, api(w, "/rows"), rows, nil)))
 					for j := range keys {
 						load.oracle.Ack(keys[j], vals[j])
 					}
-					if _, err := httpJSON(http.MethodPost, api(w, "/flush"), nil, nil); err != nil {
-						t.Fatal(err)
-					}
+					require.NoError(t, errOf(httpJSON(http.MethodPost, api(w, "/flush"), nil, nil)))
 				}
 			}
 			var st store.Stats
-			if _, err := httpJSON(http.MethodGet, api(workers[1], "/stats"), nil, &st); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, errOf(httpJSON(http.MethodGet, api(workers[1], "/stats"), nil, &st)))
 			v0 := st.BaseVersion
 			var started struct {
 				WorkflowID string `json:"workflow_id"`
 				RunID      string `json:"run_id"`
 			}
-			if _, err := httpJSON(http.MethodPost, api(workers[1], "/merge-wal"), nil, &started); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, errOf(httpJSON(http.MethodPost, api(workers[1], "/merge-wal"), nil, &started)))
 			// Wait for the merge to be under way (two commits landed), then inject the fault.
-			waitFor(t, 2*time.Minute, "the merge to start committing", func() bool {
+			require.Eventually(t, func() bool {
 				var st store.Stats
 				_, err := httpJSON(http.MethodGet, api(workers[1], "/stats"), nil, &st)
 				return err == nil && st.BaseVersion >= v0+2
-			})
+			}, 2*time.Minute, 20*time.Millisecond, "the merge never started committing")
 			faultAt := time.Now()
 			switch fault {
 			case "kill-worker":
@@ -199,16 +191,12 @@ func TestWorkerProcessesSurviveKillsAndTemporalRestarts(t *testing.T) {
 			case "restart-temporal":
 				rctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 				defer cancel()
-				if err := rig.srv.RestartServer(rctx); err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, rig.srv.RestartServer(rctx))
 				rig.restart++
 			case "restart-postgres":
 				rctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 				defer cancel()
-				if err := rig.srv.RestartPersistence(rctx); err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, rig.srv.RestartPersistence(rctx))
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 			defer cancel()
@@ -220,23 +208,10 @@ func TestWorkerProcessesSurviveKillsAndTemporalRestarts(t *testing.T) {
 			t.Logf("%s: MergeWal completed %s after the fault: passes=%d reclaimed=%d base=%d workflow_runs=%d shards=%+v",
 				fault, time.Since(faultAt).Round(time.Millisecond), res.Passes, res.Reclaimed, res.BaseVersion, res.WorkflowRuns, res.Shards)
 			for _, sh := range res.Shards {
-				if sh.Error != "" {
-					t.Errorf("shard %s: %s", sh.Shard, sh.Error)
-				}
+				assert.Empty(t, sh.Error, "shard %s", sh.Shard)
 			}
 			verifyRoot(t, storage, wk, load.oracle)
 		})
-	}
-}
-
-func waitFor(t *testing.T, d time.Duration, what string, f func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !f() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -247,15 +222,11 @@ func verifyRoot(t *testing.T, storage string, tg store.Target, oracle *Oracle) {
 	ctx := context.Background()
 	db, s, all := readChecked(t, storage, fmt.Sprintf("verifier-%d", time.Now().UnixNano()), tg, oracle, "after the run")
 	st, err := s.Stats(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if st.TotalPending() != 0 {
 		t.Errorf("pending after MergeWal completed: %+v", st.Shards)
 	}
 	lay, err := InspectLayout(ctx, db.Bucket(), tg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Logf("verified %d keys; layout: %s", len(all), lay.Summary())
 }

@@ -321,8 +321,7 @@ func TestSweepWindowRefusesEachFieldOutOfBounds(t *testing.T) {
 
 // The smallest cadence still runs: a round at once and one a second until the window ends.
 func TestSweepWindowRunsAtTheBounds(t *testing.T) {
-	recorded := 0
-	env := newWindowEnv(t, &windowFleet{}, &fakeStarter{}, &recorded)
+	env := newWindowEnv(t, &windowFleet{})
 	env.ExecuteWorkflow(SweepWindow, contract.SweepWindowInput{Interval: contract.MinSweepInterval, Window: 3 * time.Second,
 		EventBudget: contract.MaxSweepEventBudget})
 	res := resultOf[contract.SweepWindowResult](t, env)

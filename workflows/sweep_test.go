@@ -22,6 +22,9 @@ type fakeStarter struct {
 	requests []contract.StartRequest
 	batches  int
 	fail     map[string]string // target -> error
+	// validate fails, as the activity does (contract.StartMergeWal refuses it), a batch with
+	// a request whose MergeWal input is out of bounds.
+	validate bool
 }
 
 func (s *fakeStarter) start(_ context.Context, p contract.StartWorkflowsParams) (contract.StartWorkflowsResult, error) {
@@ -29,6 +32,12 @@ func (s *fakeStarter) start(_ context.Context, p contract.StartWorkflowsParams) 
 	defer s.mu.Unlock()
 	s.batches++
 	var res contract.StartWorkflowsResult
+	for _, r := range p.Starts {
+		in := contract.MergeWalInput{Target: r.Target, Trigger: r.Trigger, TriggerReason: r.Reason}
+		if err := in.Validate(); s.validate && err != nil {
+			return contract.StartWorkflowsResult{}, err
+		}
+	}
 	for _, r := range p.Starts {
 		s.requests = append(s.requests, r)
 		t, err := target.ParseTarget(r.Target)

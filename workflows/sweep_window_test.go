@@ -34,6 +34,9 @@ type windowFleet struct {
 	failing string         // kind whose listing fails
 	failFor int            // its first failFor scans fail (0 = every one)
 	failErr string         // their error ("" = a connection reset)
+
+	starter  fakeStarter // the windows' StartWorkflows
+	recorded int         // and their RecordMaintenance calls
 }
 
 func (f *windowFleet) scan(_ context.Context, p contract.ScanDemandParams) (contract.ScanDemandResult, error) {
@@ -64,14 +67,17 @@ func (f *windowFleet) scansOf(kind string) int {
 	return f.scans[kind]
 }
 
-func newWindowEnv(t *testing.T, f *windowFleet, starter *fakeStarter, recorded *int) *testsuite.TestWorkflowEnvironment {
+// newWindowEnv is a SweepWindow environment of the window testWindowID over the fleet f.
+func newWindowEnv(t *testing.T, f *windowFleet) *testsuite.TestWorkflowEnvironment {
 	t.Helper()
 	env := newEnv(t)
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: testWindowID})
 	env.OnActivity(contract.ScanDemandActivity, anyCtx, anyArg).Return(f.scan)
-	env.OnActivity(contract.StartWorkflowsActivity, anyCtx, anyArg).Return(starter.start)
+	env.OnActivity(contract.StartWorkflowsActivity, anyCtx, anyArg).Return(f.starter.start)
 	env.OnActivity(contract.RecordMaintenanceActivity, anyCtx, anyArg).Return(func(context.Context, contract.RecordMaintenanceParams) error {
-		*recorded++
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.recorded++
 		return nil
 	})
 	return env
@@ -109,9 +115,7 @@ func failedWindow(t *testing.T, env *testsuite.TestWorkflowEnvironment, in contr
 // once a minute.
 func TestSweepWindowRunsRoundsUntilTheWindowEnds(t *testing.T) {
 	f := &windowFleet{}
-	starter := &fakeStarter{}
-	recorded := 0
-	env := newWindowEnv(t, f, starter, &recorded)
+	env := newWindowEnv(t, f)
 	res := runWindow(t, env, contract.SweepWindowInput{Interval: 10 * time.Second, Window: 125 * time.Second})
 
 	// Rounds at 0, 10, ..., 120 s: 13, all idle.
@@ -120,17 +124,15 @@ func TestSweepWindowRunsRoundsUntilTheWindowEnds(t *testing.T) {
 	require.Empty(t, res.Recent)
 	require.Equal(t, 13, f.scansOf("generic"))
 	require.Equal(t, 13, f.scansOf("rollout"))
-	require.Empty(t, starter.requests)
-	require.Equal(t, 3, recorded, "rounds at 0, 60 and 120 s record the sweep's success")
+	require.Empty(t, f.starter.requests)
+	require.Equal(t, 3, f.recorded, "rounds at 0, 60 and 120 s record the sweep's success")
 }
 
 // A round that starts something is reported with its skip reasons, and each start's reason
 // names the window and the round, so the merge links back to the sweep.
 func TestSweepWindowReportsRoundsThatStart(t *testing.T) {
 	f := &windowFleet{debtAt: map[int]bool{3: true}}
-	starter := &fakeStarter{}
-	recorded := 0
-	env := newWindowEnv(t, f, starter, &recorded)
+	env := newWindowEnv(t, f)
 	var details string
 	env.RegisterDelayedCallback(func() { // between rounds 4 and 5
 		v, err := env.QueryWorkflow("__temporal_workflow_metadata")
@@ -147,7 +149,7 @@ func TestSweepWindowReportsRoundsThatStart(t *testing.T) {
 	require.Contains(t, details, "Last: round 4: started nothing; skipped 5: 5 below thresholds at ")
 	require.Equal(t, contract.SweepWindowTotals{Rounds: 5, IdleRounds: 4, Started: 1}, res.Totals)
 	require.Equal(t, []contract.StartRequest{{Workflow: contract.MergeWalWorkflow, Target: "generic:hot",
-		Trigger: contract.TriggerSweepCount, Reason: "12 pending >= 8; sweep window " + testWindowID + " round 3", Pending: 12}}, starter.requests)
+		Trigger: contract.TriggerSweepCount, Reason: "12 pending >= 8; sweep window " + testWindowID + " round 3", Pending: 12}}, f.starter.requests)
 	require.Len(t, res.Recent, 1)
 	r := res.Recent[0]
 	require.Equal(t, 3, r.Round)
@@ -162,9 +164,7 @@ func TestSweepWindowReportsRoundsThatStart(t *testing.T) {
 // the window's state; the next run waits for the next slot and carries on to the same end.
 func TestSweepWindowContinuesAsNewCarryingItsState(t *testing.T) {
 	f := &windowFleet{debtAt: map[int]bool{1: true}}
-	starter := &fakeStarter{}
-	recorded := 0
-	env := newWindowEnv(t, f, starter, &recorded)
+	env := newWindowEnv(t, f)
 	env.SetCurrentHistoryLength(contract.DefaultSweepEventBudget) // over budget after the first round
 	next := continuedWindow(t, env, contract.SweepWindowInput{Interval: 10 * time.Second, Window: 40 * time.Second})
 	require.NotNil(t, next.Carry)
@@ -177,7 +177,7 @@ func TestSweepWindowContinuesAsNewCarryingItsState(t *testing.T) {
 	require.Equal(t, 10*time.Second, next.Interval)
 
 	// The next run, started where the first one stopped.
-	env2 := newWindowEnv(t, f, starter, &recorded)
+	env2 := newWindowEnv(t, f)
 	env2.SetStartTime(c.Origin.Add(time.Second))
 	env2.SetContinuedExecutionRunID("run-1")
 	res := runWindow(t, env2, next)
@@ -188,66 +188,59 @@ func TestSweepWindowContinuesAsNewCarryingItsState(t *testing.T) {
 	require.Equal(t, 1, res.Recent[0].Round)
 
 	// Temporal's suggestion alone also continues as new.
-	env3 := newWindowEnv(t, &windowFleet{}, &fakeStarter{}, &recorded)
+	env3 := newWindowEnv(t, &windowFleet{})
 	env3.SetContinueAsNewSuggested(true)
 	continuedWindow(t, env3, contract.SweepWindowInput{Interval: 10 * time.Second, Window: 40 * time.Second})
 }
 
 // The sweep-now signal runs a round at once, between two slots; the cadence is kept.
-func TestSweepWindowSweepNowSignal(t *testing.T) {
-	f := &windowFleet{debtAt: map[int]bool{2: true}}
-	starter := &fakeStarter{}
-	recorded := 0
-	env := newWindowEnv(t, f, starter, &recorded)
-	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(contract.SweepNowSignal, nil)
-	}, 15*time.Second)
-	res := runWindow(t, env, contract.SweepWindowInput{Interval: time.Minute, Window: 150 * time.Second})
-	// Rounds at 0, 15 s (sweep now), 60, 120 s.
-	require.Equal(t, 4, res.Totals.Rounds)
-	require.Len(t, res.Recent, 1)
-	require.Equal(t, contract.SweepRoundNow, res.Recent[0].Trigger)
-	require.True(t, strings.HasPrefix(res.Recent[0].Summary, "round 2 (sweep now): started 1"), res.Recent[0].Summary)
-	require.Contains(t, starter.requests[0].Reason, "round 2")
-}
-
 // walkeeper-sweep-now carries no payload, and the window never decodes one: a signal with a
 // payload of any type or encoding (an operator's `temporal workflow signal --input`), and a
 // burst of them, asks for one round at once like an empty one, and the window completes.
-func TestSweepWindowSweepNowSignalWithAnyPayload(t *testing.T) {
-	f := &windowFleet{debtAt: map[int]bool{2: true}}
-	starter := &fakeStarter{}
-	recorded := 0
-	env := newWindowEnv(t, f, starter, &recorded)
-	env.RegisterDelayedCallback(func() {
-		for _, p := range []any{"garbage", 42, map[string]any{"round": -1}, []int{1, 2, 3},
-			converter.NewRawValue(&commonpb.Payload{Metadata: map[string][]byte{"encoding": []byte("binary/unknown")}, Data: []byte{0xff, 0}})} {
-			env.SignalWorkflow(contract.SweepNowSignal, p)
-		}
-	}, 15*time.Second)
-	res := runWindow(t, env, contract.SweepWindowInput{Interval: time.Minute, Window: 150 * time.Second})
-	// Rounds at 0, 60 and 120 s, and at 15 s for the burst: one for its first signal and one
-	// for those that arrived while that round ran, never one per signal.
-	require.Equal(t, 5, res.Totals.Rounds)
-	require.Len(t, res.Recent, 1)
-	require.Equal(t, contract.SweepRoundNow, res.Recent[0].Trigger)
-	require.Len(t, starter.requests, 1)
+func TestSweepWindowSweepNowSignal(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		payloads []any
+		rounds   int
+	}{
+		// Rounds at 0, 15 s (sweep now), 60, 120 s.
+		{"empty", []any{nil}, 4},
+		// And at 15 s for the burst: one for its first signal and one for those that arrived
+		// while that round ran, never one per signal.
+		{"a burst of any payload", []any{"garbage", 42, map[string]any{"round": -1}, []int{1, 2, 3},
+			converter.NewRawValue(&commonpb.Payload{Metadata: map[string][]byte{"encoding": []byte("binary/unknown")}, Data: []byte{0xff, 0}})}, 5},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := &windowFleet{debtAt: map[int]bool{2: true}}
+			env := newWindowEnv(t, f)
+			env.RegisterDelayedCallback(func() {
+				for _, p := range c.payloads {
+					env.SignalWorkflow(contract.SweepNowSignal, p)
+				}
+			}, 15*time.Second)
+			res := runWindow(t, env, contract.SweepWindowInput{Interval: time.Minute, Window: 150 * time.Second})
+			require.Equal(t, c.rounds, res.Totals.Rounds)
+			require.Len(t, res.Recent, 1)
+			require.Equal(t, contract.SweepRoundNow, res.Recent[0].Trigger)
+			require.True(t, strings.HasPrefix(res.Recent[0].Summary, "round 2 (sweep now): started 1"), res.Recent[0].Summary)
+			require.Len(t, f.starter.requests, 1)
+			require.Contains(t, f.starter.requests[0].Reason, "round 2")
+		})
+	}
 }
 
 // A round whose listing fails is counted and reported; the window goes on. A window of
 // which every round failed fails, non-retryably, with SweepListFailed, and records nothing.
 func TestSweepWindowFailedRounds(t *testing.T) {
 	f := &windowFleet{failing: "rollout", debtAt: map[int]bool{1: true}}
-	starter := &fakeStarter{}
-	recorded := 0
-	env := newWindowEnv(t, f, starter, &recorded)
+	env := newWindowEnv(t, f)
 	appErr, res := failedWindow(t, env, contract.SweepWindowInput{Interval: 5 * time.Minute, Window: 10 * time.Minute})
 	require.Equal(t, contract.ErrTypeSweepListFailed, appErr.Type())
 	require.True(t, appErr.NonRetryable())
 	require.Contains(t, appErr.Error(), "every one of the window's 2 sweep rounds failed")
-	require.Zero(t, recorded)
+	require.Zero(t, f.recorded)
 	// The other kinds' starts still went out, and the round says both.
-	require.Len(t, starter.requests, 1)
+	require.Len(t, f.starter.requests, 1)
 	require.Equal(t, contract.SweepWindowTotals{Rounds: 2, FailedRounds: 2, Started: 1}, res.Totals)
 	require.Contains(t, res.Recent[0].Summary, "started 1 (1 sweep-count)")
 	require.Contains(t, res.Recent[0].Summary, "FAILED: ")
@@ -255,10 +248,10 @@ func TestSweepWindowFailedRounds(t *testing.T) {
 
 	// One good round is enough for the window to complete.
 	f2 := &windowFleet{failing: "datagen", failFor: 5} // every attempt of the first round
-	env2 := newWindowEnv(t, f2, &fakeStarter{}, &recorded)
+	env2 := newWindowEnv(t, f2)
 	res = runWindow(t, env2, contract.SweepWindowInput{Interval: 5 * time.Minute, Window: 10 * time.Minute})
 	require.Equal(t, contract.SweepWindowTotals{Rounds: 2, IdleRounds: 1, FailedRounds: 1}, res.Totals)
-	require.Equal(t, 1, recorded)
+	require.Equal(t, 1, f2.recorded)
 }
 
 // A failed round's error is carried across continue-as-new (in the round and its summary), so
@@ -266,8 +259,7 @@ func TestSweepWindowFailedRounds(t *testing.T) {
 // continued run as invalid input and end the window.
 func TestSweepWindowCarriesALongRoundFailureClipped(t *testing.T) {
 	long := strings.Repeat("x", 70<<10)
-	recorded := 0
-	env := newWindowEnv(t, &windowFleet{failing: "rollout", failErr: long}, &fakeStarter{}, &recorded)
+	env := newWindowEnv(t, &windowFleet{failing: "rollout", failErr: long})
 	env.SetCurrentHistoryLength(contract.DefaultSweepEventBudget) // over budget after the first round
 	next := continuedWindow(t, env, contract.SweepWindowInput{Interval: 10 * time.Second, Window: 40 * time.Second})
 	require.NoError(t, next.Validate(), "the continued run accepts what its predecessor carried")
@@ -282,8 +274,7 @@ func TestSweepWindowCarriesALongRoundFailureClipped(t *testing.T) {
 // A canceled window (walkeeper schedule pause) ends as canceled between rounds.
 func TestSweepWindowCancel(t *testing.T) {
 	f := &windowFleet{}
-	recorded := 0
-	env := newWindowEnv(t, f, &fakeStarter{}, &recorded)
+	env := newWindowEnv(t, f)
 	env.RegisterDelayedCallback(env.CancelWorkflow, 25*time.Second)
 	env.ExecuteWorkflow(SweepWindow, contract.SweepWindowInput{Interval: 10 * time.Second, Window: time.Hour})
 	require.True(t, temporal.IsCanceledError(env.GetWorkflowError()), "got %v", env.GetWorkflowError())
@@ -353,8 +344,7 @@ func TestFindingWindowOfEscapedRoundErrorsFitsItsPayload(t *testing.T) {
 		debt[i+1] = true
 	}
 	escaped := strings.Repeat("<&>\x01", contract.MaxFailureTextBytes)
-	recorded := 0
-	env := newWindowEnv(t, &windowFleet{failing: "rollout", failErr: escaped, debtAt: debt}, &fakeStarter{}, &recorded)
+	env := newWindowEnv(t, &windowFleet{failing: "rollout", failErr: escaped, debtAt: debt})
 	_, res := failedWindow(t, env, contract.SweepWindowInput{Interval: time.Minute, Window: 12 * time.Minute})
 	require.Len(t, res.Recent, contract.MaxSweepRecentRounds)
 	b, err := json.Marshal(res)

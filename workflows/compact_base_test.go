@@ -71,13 +71,7 @@ func TestCompactBaseStatusQuery(t *testing.T) {
 	env.OnActivity(contract.CompactBaseActivity, anyCtx, anyArg).After(20*time.Second).
 		Return(contract.CompactPassResult{InputRuns: 2, RunsLeft: 3, Committed: true}, nil)
 	var seen []contract.CompactBaseStatus
-	query := func() {
-		v, err := env.QueryWorkflow(contract.StatusQuery)
-		require.NoError(t, err)
-		var st contract.CompactBaseStatus
-		require.NoError(t, v.Get(&st))
-		seen = append(seen, st)
-	}
+	query := func() { seen = append(seen, queryAs[contract.CompactBaseStatus](t, env)) }
 	env.RegisterDelayedCallback(query, 5*time.Second)
 	env.RegisterDelayedCallback(query, 15*time.Second)
 	env.ExecuteWorkflow(CompactBase, contract.CompactBaseInput{Target: "generic:gs"})

@@ -20,32 +20,12 @@ import (
 	"github.com/walkeeper/walkeeper/contract"
 )
 
-// Stub activities: the workflow tests register these under the real activity names and
-// mock them with OnActivity(name, mock.Anything, mock.Anything).Return(func...). They never
-// run: a mocked activity's return function replaces them.
-func stubListPendingShards(context.Context, contract.ListPendingShardsParams) (contract.ListPendingShardsResult, error) {
-	return contract.ListPendingShardsResult{}, errors.New("not mocked")
-}
-func stubPrepare(context.Context, contract.PrepareParams) (contract.PrepareResult, error) {
-	return contract.PrepareResult{}, errors.New("not mocked")
-}
-func stubCommitRound(context.Context, contract.CommitRoundParams) (contract.CommitRoundResult, error) {
-	return contract.CommitRoundResult{}, errors.New("not mocked")
-}
-func stubAbort(context.Context, contract.AbortParams) (contract.AbortResult, error) {
-	return contract.AbortResult{}, errors.New("not mocked")
-}
-func stubCompact(context.Context, contract.CompactPassParams) (contract.CompactPassResult, error) {
-	return contract.CompactPassResult{}, errors.New("not mocked")
-}
-func stubStart(context.Context, contract.StartWorkflowsParams) (contract.StartWorkflowsResult, error) {
-	return contract.StartWorkflowsResult{}, errors.New("not mocked")
-}
-func stubScanDemand(context.Context, contract.ScanDemandParams) (contract.ScanDemandResult, error) {
-	return contract.ScanDemandResult{}, errors.New("not mocked")
-}
-func stubReconcilePage(context.Context, contract.ReconcilePageParams) (contract.ReconcilePageResult, error) {
-	return contract.ReconcilePageResult{}, errors.New("not mocked")
+// stub is an activity the workflow tests register under a real activity name and mock with
+// OnActivity(name, mock.Anything, mock.Anything).Return(func...). It never runs: a mocked
+// activity's return function replaces it.
+func stub[P, R any](context.Context, P) (R, error) {
+	var r R
+	return r, errors.New("not mocked")
 }
 
 // stubRecordMaintenance succeeds: recording a success has no outcome a test mocks.
@@ -75,14 +55,14 @@ func newSuiteEnv(s *testsuite.WorkflowTestSuite) *testsuite.TestWorkflowEnvironm
 	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
 	Register(env)
 	for name, fn := range map[string]any{
-		contract.ListPendingShardsActivity: stubListPendingShards,
-		contract.PrepareActivity:           stubPrepare,
-		contract.CommitRoundActivity:       stubCommitRound,
-		contract.AbortActivity:             stubAbort,
-		contract.CompactBaseActivity:       stubCompact,
-		contract.StartWorkflowsActivity:    stubStart,
-		contract.ScanDemandActivity:        stubScanDemand,
-		contract.ReconcilePageActivity:     stubReconcilePage,
+		contract.ListPendingShardsActivity: stub[contract.ListPendingShardsParams, contract.ListPendingShardsResult],
+		contract.PrepareActivity:           stub[contract.PrepareParams, contract.PrepareResult],
+		contract.CommitRoundActivity:       stub[contract.CommitRoundParams, contract.CommitRoundResult],
+		contract.AbortActivity:             stub[contract.AbortParams, contract.AbortResult],
+		contract.CompactBaseActivity:       stub[contract.CompactPassParams, contract.CompactPassResult],
+		contract.StartWorkflowsActivity:    stub[contract.StartWorkflowsParams, contract.StartWorkflowsResult],
+		contract.ScanDemandActivity:        stub[contract.ScanDemandParams, contract.ScanDemandResult],
+		contract.ReconcilePageActivity:     stub[contract.ReconcilePageParams, contract.ReconcilePageResult],
 		contract.RecordMaintenanceActivity: stubRecordMaintenance,
 	} {
 		env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})

@@ -58,11 +58,7 @@ func TestEveryWorkflowNamesTheInputMembersItIgnores(t *testing.T) {
 			require.Contains(t, currentDetails(t, env), `**input fields ignored** (no such field): "`+c.name+`"`)
 			metrics.requireCount(t, contract.MetricIgnoredInputFields, "", c.workflow, 1)
 			if c.workflow == contract.CompactBaseWorkflow {
-				v, err := env.QueryWorkflow(contract.StatusQuery)
-				require.NoError(t, err)
-				var st contract.CompactBaseStatus
-				require.NoError(t, v.Get(&st))
-				require.Equal(t, []string{c.name}, st.IgnoredFields)
+				require.Equal(t, []string{c.name}, queryAs[contract.CompactBaseStatus](t, env).IgnoredFields)
 			}
 		})
 	}

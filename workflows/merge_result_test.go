@@ -112,9 +112,7 @@ func TestMergeWalCarriesEveryShardPastTheResultCap(t *testing.T) {
 // '&', control bytes) stays under MaxPayloadBytes, where the 32 listed shards' 4 KiB of
 // text each encoded to 24 KiB and the result to over 700 KiB.
 func TestFindingResultOfEscapedErrorsFitsItsPayload(t *testing.T) {
-	tgt, err := target.ParseTarget("generic:" + strings.Repeat("n", 128))
-	require.NoError(t, err)
-	r := &mergeRun{target: tgt, tr: &tracker{}, resultCapped: true, resultErrorsCut: true, workflowRun: contract.MaxCarriedRuns, pendingAtStart: 1 << 62}
+	r := &mergeRun{target: target.Target{Kind: target.KindGeneric, Name: strings.Repeat("n", 128)}, tr: &tracker{}, resultCapped: true, resultErrorsCut: true, workflowRun: contract.MaxCarriedRuns, pendingAtStart: 1 << 62}
 	escaped := contract.FailureText(strings.Repeat("<&>\x01", contract.MaxFailureTextBytes))
 	for i := range contract.MaxCarriedShards {
 		r.shards = append(r.shards, &shardRun{res: contract.ShardMergeResult{Shard: fmt.Sprintf("%064d", i), Reclaimed: 1 << 40,

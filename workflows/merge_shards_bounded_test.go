@@ -22,11 +22,8 @@ func listingOf(from int) []contract.ShardPending {
 	return out
 }
 
-func planRun(t *testing.T, ctx workflow.Context, bounded bool, carry *contract.MergeWalCarry) *mergeRun {
-	t.Helper()
-	tgt, err := target.ParseTarget("generic:gs")
-	require.NoError(t, err)
-	return &mergeRun{ctx: ctx, target: tgt, tr: &tracker{onChange: func() {}}, workflowRun: 1, shardsBounded: bounded,
+func planRun(ctx workflow.Context, bounded bool, carry *contract.MergeWalCarry) *mergeRun {
+	return &mergeRun{ctx: ctx, target: target.Target{Kind: target.KindGeneric, Name: "gs"}, tr: &tracker{onChange: func() {}}, workflowRun: 1, shardsBounded: bounded,
 		in: contract.MergeWalInput{Target: "generic:gs", Carry: carry}, log: log.NewStructuredLogger(slog.New(slog.DiscardHandler))}
 }
 
@@ -53,7 +50,7 @@ func TestMergeWalPlanBoundedAtScale(t *testing.T) {
 }
 
 func planBoundedAtScale(t *testing.T, ctx workflow.Context) {
-	r := planRun(t, ctx, true, nil)
+	r := planRun(ctx, true, nil)
 	r.plan(listingOf(0))
 	for from := contract.MaxListedShards / 2; from < 3*contract.MaxCarriedShards; from += contract.MaxListedShards / 2 {
 		// The shards merged since the last listing are drained; the listing moves on.
@@ -68,14 +65,14 @@ func planBoundedAtScale(t *testing.T, ctx workflow.Context) {
 	require.Len(t, r.shards, contract.MaxCarriedShards)
 
 	// The run continues as new: the carried shards stay; the new ones wait.
-	cont := planRun(t, ctx, true, r.carry(carryJSONCut))
+	cont := planRun(ctx, true, r.carry(carryJSONCut))
 	last := listingOf(3 * contract.MaxCarriedShards)
 	cont.plan(last)
 	require.Len(t, cont.shards, contract.MaxCarriedShards)
 	require.Empty(t, cont.todo(), "no room: a later listing's shards are left to the next MergeWal")
 
 	// The next MergeWal (the sweep starts it while the store has debt) plans them.
-	fresh := planRun(t, ctx, true, nil)
+	fresh := planRun(ctx, true, nil)
 	fresh.plan(last)
 	require.Len(t, fresh.todo(), contract.MaxListedShards)
 }
@@ -84,7 +81,7 @@ func planBoundedAtScale(t *testing.T, ctx workflow.Context) {
 // adding every listed shard, as it did (its history replays).
 func TestMergeWalPlanUnboundedBeforeTheGate(t *testing.T) {
 	inWorkflow(t, func(ctx workflow.Context) {
-		r := planRun(t, ctx, false, nil)
+		r := planRun(ctx, false, nil)
 		for from := 0; from <= contract.MaxCarriedShards; from += contract.MaxListedShards {
 			r.plan(listingOf(from))
 		}

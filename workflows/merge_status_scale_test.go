@@ -17,9 +17,7 @@ import (
 // in under MaxPayloadBytes (far below the 4 MiB a query answer may have), in-flight shards
 // listed first, with the totals of every shard.
 func TestMergeWalStatusBoundedAtScale(t *testing.T) {
-	tgt, err := target.ParseTarget("generic:gs")
-	require.NoError(t, err)
-	r := &mergeRun{target: tgt, tr: &tracker{onChange: func() {}}, phase: contract.PhaseMerging, workflowRun: 1}
+	r := &mergeRun{target: target.Target{Kind: target.KindGeneric, Name: "gs"}, tr: &tracker{onChange: func() {}}, phase: contract.PhaseMerging, workflowRun: 1}
 	long := contract.FailureText(strings.Repeat("permission denied on wal object; ", 1000))
 	for i := range contract.MaxCarriedShards {
 		sh := &shardRun{res: contract.ShardMergeResult{Shard: fmt.Sprintf("%036d", i), Reclaimed: 1, Finished: true, Error: long}, phase: contract.ShardFailed}
@@ -62,9 +60,7 @@ const grpcMessageLimit = 4 << 20
 // Temporal refuses a continue-as-new's input at, and the carry still passes the continued
 // run's input check.
 func TestMergeWalCarryBoundedAtScale(t *testing.T) {
-	tgt, err := target.ParseTarget("generic:gs")
-	require.NoError(t, err)
-	r := &mergeRun{target: tgt, tr: &tracker{onChange: func() {}}, workflowRun: 7, pendingAtStart: 1 << 30}
+	r := &mergeRun{target: target.Target{Kind: target.KindGeneric, Name: "gs"}, tr: &tracker{onChange: func() {}}, workflowRun: 7, pendingAtStart: 1 << 30}
 	long := contract.FailureText(strings.Repeat("storage: get wal/97908969-7ded-55ff-a5f4-1d804332abc7/gen/00000041-3.arrow: permission denied; ", 100))
 	for i := range contract.MaxCarriedShards {
 		res := contract.ShardMergeResult{Shard: fmt.Sprintf("97908969-7ded-55ff-a5f4-%012d", i), Reclaimed: 4096, Passes: 1000,
@@ -96,9 +92,8 @@ func TestMergeWalCarryBoundedAtScale(t *testing.T) {
 // '<', '>', '&'), where each failed shard's 1 KiB of text encoded to 6 KiB; the shards in
 // flight back off after such errors too.
 func TestFindingStatusOfEscapedErrorsFitsItsPayload(t *testing.T) {
-	tgt, err := target.ParseTarget("generic:" + strings.Repeat("n", 128))
-	require.NoError(t, err)
-	r := &mergeRun{target: tgt, tr: &tracker{onChange: func() {}, originalRunID: strings.Repeat("r", 36)}, phase: contract.PhaseMerging, workflowRun: 1}
+	r := &mergeRun{target: target.Target{Kind: target.KindGeneric, Name: strings.Repeat("n", 128)},
+		tr: &tracker{onChange: func() {}, originalRunID: strings.Repeat("r", 36)}, phase: contract.PhaseMerging, workflowRun: 1}
 	escaped := contract.FailureText(strings.Repeat("<", contract.MaxFailureTextBytes+1))
 	for i := range contract.MaxCarriedShards {
 		shard := fmt.Sprintf("%064d", i)
@@ -123,9 +118,8 @@ func TestFindingStatusOfEscapedErrorsFitsItsPayload(t *testing.T) {
 // bytes), hands over a carry under the 2 MiB Temporal refuses a continue-as-new's input at,
 // where 128 bytes of such text each encoded to 768 and the carry to over 4 MB.
 func TestFindingCarryOfEscapedErrorsFitsABlob(t *testing.T) {
-	tgt, err := target.ParseTarget("generic:" + strings.Repeat("n", 128))
-	require.NoError(t, err)
-	r := &mergeRun{target: tgt, tr: &tracker{onChange: func() {}}, workflowRun: contract.MaxCarriedRuns, pendingAtStart: 1 << 62}
+	r := &mergeRun{target: target.Target{Kind: target.KindGeneric, Name: strings.Repeat("n", 128)}, tr: &tracker{onChange: func() {}},
+		workflowRun: contract.MaxCarriedRuns, pendingAtStart: 1 << 62}
 	escaped := contract.FailureText(strings.Repeat("<&>\x01", contract.MaxFailureTextBytes))
 	for i := range contract.MaxCarriedShards {
 		res := contract.ShardMergeResult{Shard: fmt.Sprintf("%064d", i), Reclaimed: 1 << 62, Passes: 1000,

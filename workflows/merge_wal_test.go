@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -425,15 +426,19 @@ func TestMergeWalListFailureFailsTheWorkflow(t *testing.T) {
 	require.Equal(t, contract.ErrTypeNotFound, typ)
 }
 
-func queryStatus(t *testing.T, env interface {
-	QueryWorkflow(string, ...any) (converter.EncodedValue, error)
-}) contract.MergeWalStatus {
+// queryAs answers env's status query as S.
+func queryAs[S any](t *testing.T, env *testsuite.TestWorkflowEnvironment) S {
 	t.Helper()
 	v, err := env.QueryWorkflow(contract.StatusQuery)
 	require.NoError(t, err)
-	var st contract.MergeWalStatus
+	var st S
 	require.NoError(t, v.Get(&st))
 	return st
+}
+
+func queryStatus(t *testing.T, env *testsuite.TestWorkflowEnvironment) contract.MergeWalStatus {
+	t.Helper()
+	return queryAs[contract.MergeWalStatus](t, env)
 }
 
 // slowPrepareEnv is a one-shard merge of generic:gs whose first Prepare takes a minute, its
@@ -499,23 +504,20 @@ func TestMergeWalStatusQueryReportsProgressAndBlockedReasons(t *testing.T) {
 	require.Equal(t, "a", inFlight.Shard)
 	require.Equal(t, contract.ShardQueue("a"), inFlight.Queue)
 	require.Equal(t, contract.DefaultSlotWaitThreshold, seen[1].SlotWait)
-	now := time.Date(2026, 1, 1, 0, 0, 15, 0, time.UTC)
-	pending := func(state enumspb.PendingActivityState, scheduled time.Time) []*workflowpb.PendingActivityInfo {
-		return []*workflowpb.PendingActivityInfo{{ActivityId: inFlight.ID, State: state, Attempt: 1, ScheduledTime: timestamppb.New(scheduled)}}
+	// withPending is seen[1] as the status command completes it from the server's pending
+	// state of its Prepare, scheduled ago.
+	withPending := func(state enumspb.PendingActivityState, ago time.Duration) contract.MergeWalStatus {
+		now := time.Date(2026, 1, 1, 0, 0, 15, 0, time.UTC)
+		st := seen[1]
+		st.Shards = slices.Clone(seen[1].Shards)
+		st.ApplyPending([]*workflowpb.PendingActivityInfo{{ActivityId: inFlight.ID, State: state, Attempt: 1, ScheduledTime: timestamppb.New(now.Add(-ago))}}, now)
+		return st
 	}
-	waiting := seen[1]
-	waiting.Shards = append([]contract.ShardStatus(nil), seen[1].Shards...)
-	waiting.ApplyPending(pending(enumspb.PENDING_ACTIVITY_STATE_SCHEDULED, now.Add(-15*time.Second)), now)
+	waiting := withPending(enumspb.PENDING_ACTIVITY_STATE_SCHEDULED, 15*time.Second)
 	require.Contains(t, waiting.Blocked, contract.BlockedNoWorker, "unstarted past the threshold on the shard queue")
 	require.Contains(t, waiting.Shards[0].Blocked, contract.BlockedNoWorker)
-	young := seen[1]
-	young.Shards = append([]contract.ShardStatus(nil), seen[1].Shards...)
-	young.ApplyPending(pending(enumspb.PENDING_ACTIVITY_STATE_SCHEDULED, now.Add(-5*time.Second)), now)
-	require.Empty(t, young.Blocked, "scheduled less than the threshold ago")
-	running := seen[1]
-	running.Shards = append([]contract.ShardStatus(nil), seen[1].Shards...)
-	running.ApplyPending(pending(enumspb.PENDING_ACTIVITY_STATE_STARTED, now.Add(-15*time.Second)), now)
-	require.Empty(t, running.Blocked, "a worker picked it up")
+	require.Empty(t, withPending(enumspb.PENDING_ACTIVITY_STATE_SCHEDULED, 5*time.Second).Blocked, "scheduled less than the threshold ago")
+	require.Empty(t, withPending(enumspb.PENDING_ACTIVITY_STATE_STARTED, 15*time.Second).Blocked, "a worker picked it up")
 	require.Empty(t, seen[2].Blocked, "the activity said it runs")
 	require.Contains(t, seen[3].Blocked, contract.BlockedBudget)
 	require.Contains(t, seen[4].Blocked, contract.BlockedBackoff)

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
@@ -101,7 +100,7 @@ func TestDemandSweepMaxStartsCaps(t *testing.T) {
 func TestDemandSweepFailsLoudlyWhenAListingFails(t *testing.T) {
 	env := newEnv(t)
 	attempts := 0
-	env.OnActivity(contract.ScanDemandActivity, anyCtx, mock.MatchedBy(func(p contract.ScanDemandParams) bool { return p.Kind == "rollout" })).
+	env.OnActivity(contract.ScanDemandActivity, anyCtx, demandOfKind("rollout")).
 		Return(func(context.Context, contract.ScanDemandParams) (contract.ScanDemandResult, error) {
 			attempts++
 			return contract.ScanDemandResult{}, errors.New("list _demand/rollout/: connection reset")

@@ -87,10 +87,9 @@ func TestMaintenanceSweepStartsEachKindAsItsListingReturns(t *testing.T) {
 		// (the test environment runs activities concurrently); what matters is that a start
 		// completed before the slow rollout listing, which is the last to complete.
 		lastScan := -1
-		for i := len(done) - 1; i >= 0; i-- {
-			if done[i] == contract.ScanDemandActivity {
+		for i, name := range done {
+			if name == contract.ScanDemandActivity {
 				lastScan = i
-				break
 			}
 		}
 		require.Less(t, slices.Index(done, contract.StartWorkflowsActivity), lastScan,

@@ -6,22 +6,25 @@ import (
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/internal/actioncount"
 )
 
 // A workflow started with a bad target fails fast with a clear non-retryable error, however
 // it was started (here: a bare client start with a JSON map, as the Temporal CLI would send);
-// a well-formed target naming no store fails fast too.
+// a MergeWal of a well-formed target naming no store fails fast too, once, with one line that
+// says how to create the store.
 func TestBadTargetFailsFast(t *testing.T) {
 	e := newEnv(t)
 	e.startWorker(e.config("bad-input"))
 
 	cases := []struct {
 		workflow string
-		input    any
+		input    map[string]any
 		errType  string
 	}{
 		{contract.MergeWalWorkflow, map[string]any{"target": "nope:x"}, contract.ErrTypeInvalidInput},
@@ -63,6 +66,37 @@ func TestBadTargetFailsFast(t *testing.T) {
 				e.logHistory(run.GetID(), run.GetRunID())
 			}
 			t.Logf("%s %v: failed in %s: %v", tc.workflow, tc.input, took.Round(time.Millisecond), err)
+			if tc.errType == contract.ErrTypeStoreNotFound {
+				e.requireMissingStoreFailedOnce(t, run, tc.input["target"].(string))
+			}
 		})
+	}
+}
+
+// requireMissingStoreFailedOnce checks that run, a MergeWal of target (no such store), failed
+// non-retryably with the one line of contract.MissingStoreMessage, after one listing.
+func (e *env) requireMissingStoreFailedOnce(t *testing.T, run client.WorkflowRun, target string) {
+	t.Helper()
+	d, err := e.describe(run.GetID(), run.GetRunID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := d.GetWorkflowExecutionInfo().GetStatus(); st != enumspb.WORKFLOW_EXECUTION_STATUS_FAILED {
+		t.Fatalf("status %v, want failed", st)
+	}
+	it := e.c.GetWorkflowHistory(e.ctx(waitShort), run.GetID(), run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT)
+	ev, err := it.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := ev.GetWorkflowExecutionFailedEventAttributes().GetFailure()
+	if line := contract.MissingStoreMessage(mustTarget(t, target), ""); f.GetMessage() != line || f.GetCause() != nil {
+		t.Fatalf("failure %q (cause %v), want %q and no cause", f.GetMessage(), f.GetCause(), line)
+	}
+	// The listing is a local activity (merge-wal-local-list): one marker, one attempt.
+	c := actioncount.Events(e.history(t, run.GetID(), run.GetRunID()))
+	if c.Activities != 0 || c.LocalActivities != 1 || c.LocalAttempts != 1 {
+		t.Errorf("%d activity attempts, %d local-activity markers of %d attempts; want the one listing, not retried",
+			c.Activities, c.LocalActivities, c.LocalAttempts)
 	}
 }

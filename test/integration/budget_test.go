@@ -1,12 +1,8 @@
 package integration
 
 import (
-	"bufio"
-	"context"
 	"fmt"
-	"net/http"
 	"runtime/metrics"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -77,7 +73,7 @@ func TestConcurrentMergesStayWithinBudget(t *testing.T) {
 	go func() {
 		defer sampling.Done()
 		for {
-			if v, err := scrapeGauge("http://"+w.HTTPAddr()+"/metrics", "walkeeper_merge_budget_reserved_bytes"); err == nil && int64(v) > maxMetric.Load() {
+			if v, err := scrapeMetric(w.HTTPAddr(), "walkeeper_merge_budget_reserved_bytes"); err == nil && int64(v) > maxMetric.Load() {
 				maxMetric.Store(int64(v))
 			}
 			select {
@@ -193,25 +189,4 @@ func heapObjectBytes() int64 {
 	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	metrics.Read(s)
 	return int64(s[0].Value.Uint64())
-}
-
-// scrapeGauge reads one unlabelled sample from a Prometheus text endpoint.
-func scrapeGauge(url, name string) (float64, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer res.Body.Close()
-	sc := bufio.NewScanner(res.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if rest, ok := strings.CutPrefix(line, name+" "); ok {
-			return strconv.ParseFloat(strings.TrimSpace(rest), 64)
-		}
-	}
-	return 0, fmt.Errorf("%s not found at %s", name, url)
 }

@@ -1,13 +1,9 @@
 package integration
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,6 +16,8 @@ import (
 
 	"github.com/walkeeper/walkeeper/activities"
 	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/internal/proc"
+	"github.com/walkeeper/walkeeper/internal/testkit/walkeeperproc"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/store/objstore"
 	"github.com/walkeeper/walkeeper/temporaladmin"
@@ -111,91 +109,17 @@ func cleanEnv() []string {
 	return out
 }
 
-// proc is a child process whose output goes to a log file and is scanned line by line.
-type proc struct {
-	cmd    *exec.Cmd
-	lines  chan string
-	exited chan struct{}
-	err    error
-}
-
-func startProc(t *testing.T, logPath string, cmd *exec.Cmd) *proc {
+// workerProc starts the walkeeper binary's `worker` command as instance on the test's storage
+// root and namespace, with no sweep and no flush sweeper (more flags in args), its log named by
+// the test and logSuffix; it is killed when the test ends unless stopped before.
+func (e *env) workerProc(t *testing.T, bin, instance, logSuffix string, args ...string) *walkeeperproc.Worker {
 	t.Helper()
-	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = pw, pw
-	p := &proc{cmd: cmd, lines: make(chan string, 1024), exited: make(chan struct{})}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			fmt.Fprintln(f, sc.Text())
-			select {
-			case p.lines <- sc.Text():
-			default: // nobody is looking for more lines
-			}
-		}
-		_ = f.Close()
-	}()
-	go func() {
-		p.err = cmd.Wait()
-		_ = pw.Close()
-		close(p.exited)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.exited:
-		default:
-			_ = p.cmd.Process.Kill()
-			<-p.exited
-		}
-	})
-	return p
-}
-
-// waitLine returns the first output line for which match returns true.
-func (p *proc) waitLine(t *testing.T, timeout time.Duration, what string, match func(string) bool) string {
-	t.Helper()
-	deadline := time.After(timeout)
-	for {
-		select {
-		case l := <-p.lines:
-			if match(l) {
-				return l
-			}
-		case <-p.exited:
-			t.Fatalf("process exited (%v) before %s", p.err, what)
-		case <-deadline:
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-	}
-}
-
-// waitListening waits for a `walkeeper worker` process's "worker started" log line (json
-// format) and returns the HTTP address it names.
-func (p *proc) waitListening(t *testing.T, what string) string {
-	t.Helper()
-	addr := ""
-	p.waitLine(t, waitLong, what, func(l string) bool {
-		var m map[string]any
-		if json.Unmarshal([]byte(l), &m) != nil || m["msg"] != "worker started" {
-			return false
-		}
-		for _, k := range []string{"http", "listen"} {
-			if s, ok := m[k].(string); ok && s != "" {
-				addr = s
-				return true
-			}
-		}
-		return false
-	})
-	return addr
+	w := &walkeeperproc.Worker{Bin: bin, Instance: instance, Log: suite.LogPath(safeName(t.Name()) + logSuffix), OwnWalkeeperEnv: true,
+		Args: append([]string{"--storage", e.storage, "--temporal", e.hostPort, "--namespace", e.ns,
+			"--sweep-interval", "0", "--flush-interval", "0", "--log-format", "json", "--log-level", "info"}, args...)}
+	w.Start(t)
+	t.Cleanup(w.Kill)
+	return w
 }
 
 // A worker killed mid-prepare → the workflow completes on retry with nothing lost. The
@@ -242,17 +166,27 @@ func TestWorkerKilledMidPrepare(t *testing.T) {
 
 	// The victim process.
 	marker := filepath.Join(e.dir, "prepare-started")
-	victim := exec.Command(os.Args[0])
-	victim.Env = append(cleanEnv(),
-		childEnv+"=victim",
-		childStorage+"="+e.storage,
-		childInstance+"="+instance,
-		childTemporal+"="+e.hostPort,
-		childNS+"="+e.ns,
-		childMarker+"="+marker,
-	)
-	vp := startProc(t, suite.LogPath(safeName(t.Name())+".victim"), victim)
-	vp.waitLine(t, waitLong, "the victim to start", func(l string) bool { return l == "victim ready" })
+	victimLog := suite.LogPath(safeName(t.Name()) + ".victim")
+	vp, err := proc.Start(proc.Spec{Path: os.Args[0], Log: victimLog, Environ: cleanEnv(), Env: []string{
+		childEnv + "=victim",
+		childStorage + "=" + e.storage,
+		childInstance + "=" + instance,
+		childTemporal + "=" + e.hostPort,
+		childNS + "=" + e.ns,
+		childMarker + "=" + marker,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = vp.Stop(syscall.SIGKILL, time.Minute) })
+	if err := vp.WaitFor(e.ctx(waitLong), waitLong, func() error {
+		if log, err := os.ReadFile(victimLog); err != nil || !strings.Contains(string(log), "\nvictim ready\n") {
+			return fmt.Errorf("the victim has not started (%v)", err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 
 	run := e.startMerge(target.String(), contract.MergeWalInput{
 		// A killed attempt is retried once this passes (its heartbeat timeout is longer).
@@ -264,13 +198,12 @@ func TestWorkerKilledMidPrepare(t *testing.T) {
 		_, err := os.Stat(marker)
 		return err == nil, nil
 	})
-	if ok, err := e.pendingActivityStarted(run.GetID(), run.GetRunID(), contract.PrepareActivity); err != nil || !ok {
+	if ok, err := e.pendingActivity(run.GetID(), run.GetRunID(), contract.PrepareActivity, true); err != nil || !ok {
 		t.Fatalf("Temporal does not show Prepare running (%v)", err)
 	}
-	if err := vp.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := vp.Stop(syscall.SIGKILL, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	<-vp.exited
 	killedAt := time.Now()
 
 	// The replacement: same instance id, a new process, the real binary.
@@ -278,20 +211,7 @@ func TestWorkerKilledMidPrepare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := exec.Command(bin, "worker",
-		"--instance", instance,
-		"--storage", e.storage,
-		"--temporal", e.hostPort,
-		"--namespace", e.ns,
-		"--listen", "127.0.0.1:0",
-		"--sweep-interval", "0",
-		"--flush-interval", "0",
-		"--log-format", "json",
-		"--log-level", "info",
-	)
-	rep.Env = cleanEnv()
-	rp := startProc(t, suite.LogPath(safeName(t.Name())+".replacement"), rep)
-	addr := rp.waitListening(t, "the replacement worker to listen")
+	rep := e.workerProc(t, bin, instance, ".replacement")
 
 	res := e.mergeResult(run, waitLong)
 	t.Logf("merge completed %s after the kill: %+v", time.Since(killedAt).Round(time.Millisecond), res)
@@ -299,7 +219,7 @@ func TestWorkerKilledMidPrepare(t *testing.T) {
 		t.Fatalf("result %+v: want shard %s with 5 generations reclaimed", res, shard)
 	}
 
-	a := newAPI(t, addr)
+	a := newAPI(t, rep.Listen)
 	var st httpStats
 	a.must(200, "GET", "/api/v1/stores/generic/crash/stats", nil, &st)
 	if st.pending() != 0 {
@@ -343,15 +263,7 @@ func TestWorkerKilledMidPrepare(t *testing.T) {
 	}
 
 	// The replacement shuts down cleanly.
-	if err := rp.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-rp.exited:
-		if rp.err != nil {
-			t.Errorf("replacement worker exited with %v", rp.err)
-		}
-	case <-time.After(2 * time.Minute):
-		t.Error("replacement worker did not stop after SIGTERM")
+	if code, err := rep.Stop(2 * time.Minute); err != nil || code != 0 {
+		t.Errorf("replacement worker: exit %d after SIGTERM (%v)", code, err)
 	}
 }

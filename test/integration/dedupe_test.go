@@ -38,16 +38,7 @@ func TestTwoStartsOneRun(t *testing.T) {
 		t.Fatalf("workflow id %q", first.GetID())
 	}
 	waitFor(t, waitShort, "MergeWal to schedule Prepare on ghost's queue", func() (bool, error) {
-		d, err := e.describe(first.GetID(), first.GetRunID())
-		if err != nil {
-			return false, err
-		}
-		for _, pa := range d.GetPendingActivities() {
-			if pa.GetActivityType().GetName() == contract.PrepareActivity {
-				return true, nil
-			}
-		}
-		return false, nil
+		return e.pendingActivity(first.GetID(), first.GetRunID(), contract.PrepareActivity, false)
 	})
 
 	type started struct {

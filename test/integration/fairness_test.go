@@ -112,7 +112,10 @@ func (e *env) queueBehindBacklog(round int) (int, client.WorkflowRun) {
 	}
 	// A rollout merge still running closes after the light one; the rest of the backlog
 	// drains until the worker stops.
-	lightClosed := e.closeTime(lightRun)
+	lightClosed, ok := e.closedAt(lightRun)
+	if !ok {
+		t.Fatalf("%s has not closed", lightRun.GetID())
+	}
 	before := 0
 	for _, run := range runs {
 		if closed, ok := e.closedAt(run); ok && closed.Before(lightClosed) {
@@ -142,16 +145,6 @@ func writeOneGeneration(ctx context.Context, db *store.DB, tg store.Target) erro
 		err = fmt.Errorf("flush of %s sealed nothing", tg)
 	}
 	return err
-}
-
-// closeTime is when run's execution closed; the test fails if it has not.
-func (e *env) closeTime(run client.WorkflowRun) time.Time {
-	e.t.Helper()
-	ct, ok := e.closedAt(run)
-	if !ok {
-		e.t.Fatalf("%s has not closed", run.GetID())
-	}
-	return ct
 }
 
 // closedAt is when run's execution closed, ok false while it runs.

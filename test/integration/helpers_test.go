@@ -1,13 +1,19 @@
 package integration
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -447,6 +453,74 @@ func (a api) allRows(kind, name string) []map[string]any {
 	}
 }
 
+// create creates generic store name with genericSchema.
+func (a api) create(name string) {
+	a.t.Helper()
+	a.must(201, "POST", "/api/v1/stores/generic/"+name, genericSchemaJSON, nil)
+}
+
+// seal appends row r<i> (v = i) to generic store name for each i in [from, from+n), each
+// flushed into a generation of its own.
+func (a api) seal(name string, from, n int) {
+	a.t.Helper()
+	for i := from; i < from+n; i++ {
+		a.must(200, "POST", "/api/v1/stores/generic/"+name+"/rows", fmt.Sprintf(`[{"id":"r%d","v":%d}]`, i, i), nil)
+		var fl struct {
+			Sealed bool `json:"sealed"`
+		}
+		a.must(200, "POST", "/api/v1/stores/generic/"+name+"/flush", nil, &fl)
+		if !fl.Sealed {
+			a.t.Fatalf("flush of generic:%s sealed nothing", name)
+		}
+	}
+}
+
+// pending is generic store name's pending generations over every shard.
+func (a api) pending(name string) int {
+	a.t.Helper()
+	var st httpStats
+	a.must(200, "GET", "/api/v1/stores/generic/"+name+"/stats", nil, &st)
+	return st.pending()
+}
+
+// scrapeMetric is the value of the first series of metric on the /metrics of the worker at
+// addr whose labels include every one of labels (`name="value"`); -1 when there is none.
+func scrapeMetric(addr, metric string, labels ...string) (float64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer res.Body.Close()
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		l := sc.Text()
+		i := strings.LastIndexByte(l, ' ')
+		if i < 0 || (l[:i] != metric && !strings.HasPrefix(l, metric+"{")) ||
+			slices.ContainsFunc(labels, func(lb string) bool { return !strings.Contains(l[:i], lb) }) {
+			continue
+		}
+		return strconv.ParseFloat(l[i+1:], 64)
+	}
+	return -1, sc.Err()
+}
+
+// metricValue is scrapeMetric that fails t when /metrics cannot be read.
+func metricValue(t *testing.T, addr, metric string, labels ...string) float64 {
+	t.Helper()
+	v, err := scrapeMetric(addr, metric, labels...)
+	if err != nil {
+		t.Fatalf("%s at %s: %v", metric, addr, err)
+	}
+	return v
+}
+
 // httpStats is the stats answer (docs/API.md).
 type httpStats struct {
 	Target      string `json:"target"`
@@ -571,15 +645,15 @@ func (e *env) isRunning(id, runID string) bool {
 	return d.WorkflowExecutionInfo.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
 }
 
-// pendingActivityStarted reports whether the workflow has activity typ started (picked up
-// by a worker) and not finished.
-func (e *env) pendingActivityStarted(id, runID, typ string) (bool, error) {
+// pendingActivity reports whether the workflow has activity typ scheduled (and, if started,
+// picked up by a worker) and not finished.
+func (e *env) pendingActivity(id, runID, typ string, started bool) (bool, error) {
 	d, err := e.describe(id, runID)
 	if err != nil {
 		return false, err
 	}
 	for _, pa := range d.GetPendingActivities() {
-		if pa.GetActivityType().GetName() == typ && pa.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED {
+		if pa.GetActivityType().GetName() == typ && (!started || pa.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED) {
 			return true, nil
 		}
 	}
@@ -649,4 +723,26 @@ func (e *env) logHistory(id, runID string) {
 		}
 	}
 	e.t.Logf("history of %s/%s:%s", id, runID, b.String())
+}
+
+// runCLI runs the walkeeper binary and returns its output and exit status.
+func runCLI(t *testing.T, bin string, args ...string) (string, string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = cleanEnv()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return stdout.String(), stderr.String(), 0
+	case errors.As(err, &ee):
+		return stdout.String(), stderr.String(), ee.ExitCode()
+	default:
+		t.Fatalf("run %s %v: %v", bin, args, err)
+		return "", "", -1
+	}
 }

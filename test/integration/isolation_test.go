@@ -97,7 +97,7 @@ func TestSlowRolloutDoesNotDelayGenericMerge(t *testing.T) {
 	if !e.isRunning(slow.GetID(), slow.GetRunID()) {
 		t.Fatal("the rollout merge finished although its Prepare was blocked")
 	}
-	if ok, err := e.pendingActivityStarted(slow.GetID(), slow.GetRunID(), contract.PrepareActivity); err != nil || !ok {
+	if ok, err := e.pendingActivity(slow.GetID(), slow.GetRunID(), contract.PrepareActivity, true); err != nil || !ok {
 		t.Fatalf("rollout Prepare no longer in flight when the generic merge finished (%v)", err)
 	}
 	t.Logf("generic MergeWal finished in %s while the rollout Prepare was blocked", took.Round(time.Millisecond))
@@ -122,7 +122,7 @@ func TestStoppedOwnerShardStillMerged(t *testing.T) {
 
 	wa := e.startWorker(e.config("owner-a"))
 	a := newAPI(t, wa.HTTPAddr())
-	a.must(201, "POST", "/api/v1/stores/generic/orphan", genericSchemaJSON, nil)
+	a.create("orphan")
 	want := map[string]float64{}
 	for g := range 3 {
 		var rows []map[string]any
@@ -155,10 +155,8 @@ func TestStoppedOwnerShardStillMerged(t *testing.T) {
 		t.Fatalf("result %+v: want shard %s merged through the shared queue, 3 generations", res, shardA)
 	}
 	b := newAPI(t, wb.HTTPAddr())
-	var st httpStats
-	b.must(200, "GET", "/api/v1/stores/generic/orphan/stats", nil, &st)
-	if st.pending() != 0 {
-		t.Fatalf("pending after merge: %+v", st)
+	if p := b.pending("orphan"); p != 0 {
+		t.Fatalf("%d pending after merge", p)
 	}
 	rows := b.allRows("generic", "orphan")
 	if len(rows) != len(want) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/temporaladmin"
+	"github.com/walkeeper/walkeeper/worker"
 )
 
 // TestEveryTriggerIsVisible drives one merge per trigger kind on the real dev server (the
@@ -29,25 +30,14 @@ func TestEveryTriggerIsVisible(t *testing.T) {
 	e := newEnv(t)
 	w := e.startWorker(e.config("obs"))
 	a := newAPI(t, w.HTTPAddr())
-	seal := func(a api, name string, n int) {
-		t.Helper()
-		for g := range n {
-			a.must(200, "POST", "/api/v1/stores/generic/"+name+"/rows", fmt.Sprintf(`[{"id":"r%d","v":%d,"note":"x"}]`, g, g), nil)
-			a.must(200, "POST", "/api/v1/stores/generic/"+name+"/flush", nil, nil)
-		}
-	}
-	create := func(a api, name string) {
-		t.Helper()
-		a.must(201, "POST", "/api/v1/stores/generic/"+name, genericSchemaJSON, nil)
-	}
-	wait := func(target string) {
+	wait := func(target string) contract.MergeWalResult {
 		t.Helper()
 		id := contract.MergeWalID(mustTarget(t, target))
 		waitFor(t, waitShort, "MergeWal of "+target+" to start", func() (bool, error) {
 			_, err := e.describe(id, "")
 			return err == nil, nil
 		})
-		e.mergeResult(e.c.GetWorkflow(e.ctx(waitShort), id, ""), waitLong)
+		return e.mergeResult(e.c.GetWorkflow(e.ctx(waitShort), id, ""), waitLong)
 	}
 	sweep := func(name string, in contract.MaintenanceSweepInput) contract.MaintenanceSweepResult {
 		t.Helper()
@@ -58,8 +48,8 @@ func TestEveryTriggerIsVisible(t *testing.T) {
 	want := map[string]string{} // target -> trigger
 
 	// Sweep, by count: 3 pending >= 3 (age off).
-	create(a, "obs-sweepc")
-	seal(a, "obs-sweepc", 3)
+	a.create("obs-sweepc")
+	a.seal("obs-sweepc", 0, 3)
 	if res := sweep("count", contract.MaintenanceSweepInput{MergeMinGenerations: 3, MaxPendingAge: -1}); len(res.Started) != 1 {
 		t.Fatalf("sweep by count started %+v, want generic:obs-sweepc only", res.Started)
 	}
@@ -67,8 +57,8 @@ func TestEveryTriggerIsVisible(t *testing.T) {
 	want["generic:obs-sweepc"] = contract.TriggerSweepCount
 
 	// Sweep, by age: 1 pending, below the count threshold but older than 1ms.
-	create(a, "obs-sweepa")
-	seal(a, "obs-sweepa", 1)
+	a.create("obs-sweepa")
+	a.seal("obs-sweepa", 0, 1)
 	time.Sleep(10 * time.Millisecond)
 	if res := sweep("age", contract.MaintenanceSweepInput{MergeMinGenerations: 100, MaxPendingAge: time.Millisecond}); len(res.Started) != 1 {
 		t.Fatalf("sweep by age started %+v, want generic:obs-sweepa only", res.Started)
@@ -76,28 +66,49 @@ func TestEveryTriggerIsVisible(t *testing.T) {
 	wait("generic:obs-sweepa")
 	want["generic:obs-sweepa"] = contract.TriggerSweepAge
 
-	// HTTP.
-	create(a, "obs-http")
-	seal(a, "obs-http", 2)
-	a.must(200, "POST", "/api/v1/stores/generic/obs-http/merge-wal?wait=true", nil, nil)
+	// HTTP: POST .../merge-wal?wait=true answers 200 with the run and its result.
+	a.create("obs-http")
+	a.seal("obs-http", 0, 2)
+	var out struct {
+		WorkflowID string                   `json:"workflow_id"`
+		RunID      string                   `json:"run_id"`
+		Result     *contract.MergeWalResult `json:"result"`
+	}
+	a.must(200, "POST", "/api/v1/stores/generic/obs-http/merge-wal?wait=true", nil, &out)
+	if out.WorkflowID != "merge-wal/generic/obs-http" || out.RunID == "" || out.Result == nil || out.Result.Reclaimed != 2 || a.pending("obs-http") != 0 {
+		t.Fatalf("merge-wal?wait=true answered %+v (result %+v), pending %d", out, out.Result, a.pending("obs-http"))
+	}
 	want["generic:obs-http"] = contract.TriggerHTTP
 
-	// The walkeeper CLI.
+	// The walkeeper CLI: `walkeeper merge <target> --wait` prints the run and its result; a
+	// malformed target is a usage error (exit status 2).
 	bin, err := suite.WalkeeperBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
-	create(a, "obs-cli")
-	seal(a, "obs-cli", 2)
-	if stdout, stderr, code := runCLI(t, bin, "merge", "generic:obs-cli", "--wait", "--temporal", e.hostPort, "--namespace", e.ns); code != 0 {
+	a.create("obs-cli")
+	a.seal("obs-cli", 0, 2)
+	stdout, stderr, code := runCLI(t, bin, "merge", "generic:obs-cli", "--wait", "--temporal", e.hostPort, "--namespace", e.ns)
+	if code != 0 {
 		t.Fatalf("walkeeper merge: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	_, js, _ := strings.Cut(stdout, "result:")
+	var res contract.MergeWalResult
+	if !strings.Contains(stdout, "merge-wal/generic/obs-cli") || json.Unmarshal([]byte(js), &res) != nil || res.Reclaimed != 2 || a.pending("obs-cli") != 0 {
+		t.Fatalf("walkeeper merge printed %q (result %+v), pending %d; want its run and 2 reclaimed", stdout, res, a.pending("obs-cli"))
+	}
+	if rows := a.allRows("generic", "obs-cli"); len(rows) != 2 {
+		t.Fatalf("read %d rows after the CLI's merge, want 2", len(rows))
+	}
+	if _, stderr, code := runCLI(t, bin, "merge", "nope:x", "--temporal", e.hostPort, "--namespace", e.ns); code != 2 {
+		t.Fatalf("walkeeper merge nope:x: exit %d, want 2 (usage)\n%s", code, stderr)
 	}
 	want["generic:obs-cli"] = contract.TriggerCLI
 
 	// A per-target schedule, fired now. Paused first: an hourly interval's ticks fall on the
 	// hour, and one during the test would start a second run; a trigger runs a paused one.
-	create(a, "obs-sched")
-	seal(a, "obs-sched", 2)
+	a.create("obs-sched")
+	a.seal("obs-sched", 0, 2)
 	sched := mustTarget(t, "generic:obs-sched")
 	if err := temporaladmin.EnsureTargetSchedule(e.ctx(waitShort), e.c, sched, time.Hour, temporaladmin.DefaultScheduleJitter); err != nil {
 		t.Fatal(err)
@@ -117,32 +128,43 @@ func TestEveryTriggerIsVisible(t *testing.T) {
 	bpCfg.PendingMax = 2
 	bpCfg.PendingWarn = 1
 	bp := newAPI(t, e.startWorker(bpCfg).HTTPAddr())
-	create(bp, "obs-bp")
-	seal(bp, "obs-bp", 2)
+	bp.create("obs-bp")
+	bp.seal("obs-bp", 0, 2)
 	if code := bp.call("POST", "/api/v1/stores/generic/obs-bp/rows", `[{"id":"refused","v":0}]`, nil); code != http.StatusServiceUnavailable {
 		t.Fatalf("append at pending-max answered %d, want 503", code)
 	}
 	wait("generic:obs-bp")
 	want["generic:obs-bp"] = contract.TriggerBackPressure
 
-	// The count trigger: a worker whose seals take its own shard to 2 pending.
+	// The count trigger: a worker whose seals take its own shard to 2 pending starts the merge
+	// by itself, and counts it among its trigger starts (never asked for one over HTTP).
 	cntCfg := e.config("obs-cnt")
 	cntCfg.MergeAfterGenerations = 2
-	cnt := newAPI(t, e.startWorker(cntCfg).HTTPAddr())
-	create(cnt, "obs-count")
-	seal(cnt, "obs-count", 2)
-	wait("generic:obs-count")
+	cw := e.startWorker(cntCfg)
+	cnt := newAPI(t, cw.HTTPAddr())
+	cnt.create("obs-count")
+	cnt.seal("obs-count", 0, 2)
+	if res := wait("generic:obs-count"); res.Reclaimed < 2 || cnt.pending("obs-count") != 0 {
+		t.Fatalf("the count trigger's merge: %+v, pending %d", res, cnt.pending("obs-count"))
+	}
+	if n, h := triggerStarts(t, cw, worker.TriggerCount, worker.ResultStarted), triggerStarts(t, cw, worker.TriggerHTTP, worker.ResultStarted); n < 1 || h != 0 {
+		t.Errorf("the count trigger's worker counts %v count-trigger and %v HTTP starts, want at least 1 and none", n, h)
+	}
 	want["generic:obs-count"] = contract.TriggerCount
 
-	// A bare `temporal workflow start`, as a user might from the Temporal CLI or Web.
-	create(a, "obs-bare")
-	seal(a, "obs-bare", 1)
+	// A bare `temporal workflow start` (docs/DESIGN.md §4, no search attributes given), as a
+	// user might from the Temporal CLI or Web: the run merges and sets WalTarget and WalKind
+	// itself, so visibility finds it by target below.
+	a.create("obs-bare")
+	a.seal("obs-bare", 0, 1)
 	if stdout, stderr, code := runCLI(t, suite.CLIPath(), "workflow", "start", "--address", e.hostPort, "--namespace", e.ns,
 		"--type", "MergeWal", "--task-queue", contract.TaskQueue, "--workflow-id", "merge-wal/generic/obs-bare",
 		"--input", `{"target":"generic:obs-bare"}`); code != 0 {
 		t.Fatalf("temporal workflow start: exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	wait("generic:obs-bare")
+	if res := wait("generic:obs-bare"); res.Reclaimed != 1 || a.pending("obs-bare") != 0 {
+		t.Fatalf("merge started by the Temporal CLI: %+v, pending %d", res, a.pending("obs-bare"))
+	}
 	want["generic:obs-bare"] = contract.TriggerUnknown
 
 	dc := converter.GetDefaultDataConverter()
@@ -156,7 +178,7 @@ func TestEveryTriggerIsVisible(t *testing.T) {
 		}
 	}
 	for target, trigger := range want {
-		q := fmt.Sprintf("WorkflowType = 'MergeWal' AND WalTarget = '%s' AND WalTrigger = '%s' AND ExecutionStatus = 'Completed'", target, trigger)
+		q := fmt.Sprintf("WorkflowType = 'MergeWal' AND WalTarget = '%s' AND WalKind = 'generic' AND WalTrigger = '%s' AND ExecutionStatus = 'Completed'", target, trigger)
 		var found []*workflowpb.WorkflowExecutionInfo
 		waitFor(t, waitShort, "visibility to list "+target+" by trigger "+trigger, func() (bool, error) {
 			res, n, err := e.listExecutions(q + " AND WalReclaimed >= 1")
@@ -233,43 +255,6 @@ func TestEveryTriggerIsVisible(t *testing.T) {
 	}
 }
 
-// A MergeWal started by hand for a store that does not exist fails once, non-retryably,
-// with one line that says how to create the store.
-func TestMergeWalForMissingStoreFailsOnce(t *testing.T) {
-	e := newEnv(t)
-	e.startWorker(e.config("obs-missing"))
-	run := e.startMerge("generic:nope", contract.MergeWalInput{})
-	err := run.Get(e.ctx(waitLong), nil)
-	if err == nil {
-		t.Fatal("MergeWal for a missing store succeeded")
-	}
-	d, derr := e.describe(run.GetID(), run.GetRunID())
-	if derr != nil {
-		t.Fatal(derr)
-	}
-	if st := d.GetWorkflowExecutionInfo().GetStatus(); st != enumspb.WORKFLOW_EXECUTION_STATUS_FAILED {
-		t.Fatalf("status %v, want failed", st)
-	}
-	it := e.c.GetWorkflowHistory(e.ctx(waitShort), run.GetID(), run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT)
-	ev, herr := it.Next()
-	if herr != nil {
-		t.Fatal(herr)
-	}
-	f := ev.GetWorkflowExecutionFailedEventAttributes().GetFailure()
-	line := contract.MissingStoreMessage(mustTarget(t, "generic:nope"), "")
-	if f.GetMessage() != line || f.GetCause() != nil || !f.GetApplicationFailureInfo().GetNonRetryable() ||
-		f.GetApplicationFailureInfo().GetType() != contract.ErrTypeStoreNotFound {
-		t.Fatalf("failure %q (type %q, non-retryable %v, cause %v), want %q", f.GetMessage(),
-			f.GetApplicationFailureInfo().GetType(), f.GetApplicationFailureInfo().GetNonRetryable(), f.GetCause(), line)
-	}
-	// The listing is a local activity (merge-wal-local-list): one marker, one attempt.
-	c := e.historyCost(run.GetID(), run.GetRunID())
-	if c.Activities != 0 || c.LocalActivities != 1 || c.LocalAttempts != 1 {
-		t.Errorf("%d activity attempts, %d local-activity markers of %d attempts; want the one listing, not retried",
-			c.Activities, c.LocalActivities, c.LocalAttempts)
-	}
-}
-
 func activitySummaries(t *testing.T, e *env, id, runID string) []string {
 	t.Helper()
 	var out []string
@@ -295,4 +280,28 @@ func containsPrefix(ss []string, prefix string) bool {
 		}
 	}
 	return false
+}
+
+// triggerStarts reads walkeeper_trigger_starts_total{trigger,result} from w's registry.
+func triggerStarts(t *testing.T, w *worker.Worker, trigger, result string) float64 {
+	t.Helper()
+	mfs, err := w.Metrics().Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "walkeeper_trigger_starts_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["trigger"] == trigger && labels["result"] == result {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
 }

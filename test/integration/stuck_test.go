@@ -1,12 +1,9 @@
 package integration
 
 import (
-	"bufio"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -60,28 +57,11 @@ func TestStuckMergeIsNoticedAndReplaced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wk := exec.Command(bin, "worker", "--instance", "stuckw", "--storage", e.storage,
-		"--temporal", e.hostPort, "--namespace", e.ns, "--listen", "127.0.0.1:0",
-		"--sweep-interval", "0", "--reconcile-interval", "0", "--flush-interval", "0", "--merge-after-generations", "0",
-		"--merge-run-timeout", deadline.String(), "--stuck-scan-interval", interval.String(),
-		"--log-format", "json", "--log-level", "info")
-	wk.Env = cleanEnv()
-	wp := startProc(t, suite.LogPath(safeName(t.Name())+".worker"), wk)
-	addr := wp.waitListening(t, "the worker to listen")
+	addr := e.workerProc(t, bin, "stuckw", ".worker", "--reconcile-interval", "0", "--merge-after-generations", "0",
+		"--merge-run-timeout", deadline.String(), "--stuck-scan-interval", interval.String()).Listen
 	a := newAPI(t, addr)
-	a.must(201, "POST", "/api/v1/stores/generic/"+name, genericSchemaJSON, nil)
-	a.must(201, "POST", "/api/v1/stores/generic/idle", genericSchemaJSON, nil) // listed before "stuck"
-	seal := func(from, n int) {
-		for g := from; g < from+n; g++ {
-			a.must(200, "POST", "/api/v1/stores/generic/"+name+"/rows", fmt.Sprintf(`[{"id":"r%d","v":%d}]`, g, g), nil)
-			a.must(200, "POST", "/api/v1/stores/generic/"+name+"/flush", nil, nil)
-		}
-	}
-	pending := func() int {
-		var st httpStats
-		a.must(200, "GET", "/api/v1/stores/generic/"+name+"/stats", nil, &st)
-		return st.pending()
-	}
+	a.create(name)
+	a.create("idle") // listed before "stuck"
 	triggerHTTP := func() (runID string) {
 		t.Helper()
 		var out struct {
@@ -121,7 +101,7 @@ func TestStuckMergeIsNoticedAndReplaced(t *testing.T) {
 		{"started with the run timeout every walkeeper starter sets", deadline, enumspb.WORKFLOW_EXECUTION_STATUS_TIMED_OUT, "merge_timed_out"},
 	} {
 		t.Logf("--- %s", sc.name)
-		seal(next, 3)
+		a.seal(name, next, 3)
 		next += 3
 		terminatedBefore := metricValue(t, addr, "walkeeper_merge_runs_terminated_total", `workflow="MergeWal"`)
 
@@ -254,7 +234,7 @@ func TestStuckMergeIsNoticedAndReplaced(t *testing.T) {
 		// has the 30 s run timeout: when a loaded server loses one of its tasks, Temporal
 		// retries the task after its timeout (a minute for an activity), the run times out
 		// with its generations still pending, and the next trigger starts another.
-		before, retried := pending(), false
+		before, retried := a.pending(name), false
 		for try := 1; ; try++ {
 			if ans = mergeAndWait(); ans.err != nil {
 				t.Fatalf("POST merge-wal?wait=true: %v", ans.err)
@@ -274,7 +254,7 @@ func TestStuckMergeIsNoticedAndReplaced(t *testing.T) {
 			break
 		}
 		// A run that timed out may have committed some passes, so its successor reclaims the rest.
-		if left := pending(); left != 0 || ans.Result.Reclaimed > before || (!retried && ans.Result.Reclaimed != before) {
+		if left := a.pending(name); left != 0 || ans.Result.Reclaimed > before || (!retried && ans.Result.Reclaimed != before) {
 			t.Fatalf("fresh run %s: reclaimed %d of %d, %d pending left", ans.RunID, ans.Result.Reclaimed, before, left)
 		}
 		t.Logf("fresh run %s merged %d generations; %s from the stuck run's start to zero pending",
@@ -285,37 +265,6 @@ func TestStuckMergeIsNoticedAndReplaced(t *testing.T) {
 			return metricValue(t, addr, "walkeeper_merge_runs_stuck", `reason="workflow_task"`, `workflow="MergeWal"`) == 0, nil
 		})
 	}
-}
-
-// metricValue is the value of the series of metric whose labels include every one of labels
-// (`name="value"`), as the worker at addr exposes it; -1 when there is none.
-func metricValue(t *testing.T, addr, metric string, labels ...string) float64 {
-	t.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-lines:
-	for sc.Scan() {
-		l := sc.Text()
-		if !strings.HasPrefix(l, metric+"{") {
-			continue
-		}
-		for _, lb := range labels {
-			if !strings.Contains(l, lb) {
-				continue lines
-			}
-		}
-		v, err := strconv.ParseFloat(l[strings.LastIndexByte(l, ' ')+1:], 64)
-		if err != nil {
-			t.Fatalf("%s: %v", l, err)
-		}
-		return v
-	}
-	return -1
 }
 
 // runStatus is the output of `walkeeper status args...` against the test's namespace, told

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -21,11 +20,8 @@ func TestSweepLeavesRunningMergesAlone(t *testing.T) {
 	e.writeWithoutWorker("ghost-sweep", held, 3, 5)
 	w := e.startWorker(e.config("sweep-w1"))
 	a := newAPI(t, w.HTTPAddr())
-	a.must(201, "POST", "/api/v1/stores/generic/sweep-free", genericSchemaJSON, nil)
-	for g := range 3 {
-		a.must(200, "POST", "/api/v1/stores/generic/sweep-free/rows", fmt.Sprintf(`[{"id":"r%d","v":1,"note":"x"}]`, g), nil)
-		a.must(200, "POST", "/api/v1/stores/generic/sweep-free/flush", nil, nil)
-	}
+	a.create("sweep-free")
+	a.seal("sweep-free", 0, 3)
 
 	merge := e.startMerge(held, contract.MergeWalInput{ScheduleToStartTimeout: 10 * time.Minute})
 	t.Cleanup(func() { _ = e.c.TerminateWorkflow(e.ctx(waitShort), merge.GetID(), merge.GetRunID(), "test over") })

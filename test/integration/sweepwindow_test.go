@@ -34,15 +34,8 @@ func TestSweepWindowLeavesNoWorkflowPerIdleRound(t *testing.T) {
 	cfg.SweepMergeMinGenerations = 3 // the worker's knob reaches the schedule's sweep input
 	w := e.startWorker(cfg)
 	a := newAPI(t, w.HTTPAddr())
-	seal := func(name string, n int) {
-		t.Helper()
-		for g := range n {
-			a.must(200, "POST", "/api/v1/stores/generic/"+name+"/rows", fmt.Sprintf(`[{"id":"r%d","v":%d}]`, g, g), nil)
-			a.must(200, "POST", "/api/v1/stores/generic/"+name+"/flush", nil, nil)
-		}
-	}
-	a.must(201, "POST", "/api/v1/stores/generic/quiet", genericSchemaJSON, nil)
-	seal("quiet", 1) // in the demand index, below every threshold
+	a.create("quiet")
+	a.seal("quiet", 0, 1) // in the demand index, below every threshold
 
 	// The worker's ensure started a window at once.
 	var window string
@@ -72,8 +65,8 @@ func TestSweepWindowLeavesNoWorkflowPerIdleRound(t *testing.T) {
 	}
 
 	// A store over the count threshold (3 pending): the window's next round starts its merge.
-	a.must(201, "POST", "/api/v1/stores/generic/hot", genericSchemaJSON, nil)
-	seal("hot", 3)
+	a.create("hot")
+	a.seal("hot", 0, 3)
 	id := contract.MergeWalID(mustTarget(t, "generic:hot"))
 	// The next slot's round starts it; a round waits out a task lost in delivery (its
 	// heartbeat timeout and first retry), which a loaded server does lose.

@@ -43,9 +43,7 @@ func TestSecurityBinaryListensOnLoopbackByDefault(t *testing.T) {
 	m := regexp.MustCompile(`--listen string[^\n]*\(default "([^"]+)"\)`).FindSubmatch(out)
 	require.NotNil(t, m, "no --listen default in:\n%s", out)
 	host, _, err := net.SplitHostPort(string(m[1]))
-	if err != nil || !net.ParseIP(host).IsLoopback() {
-		t.Fatalf("walkeeper worker listens on %q by default, want a loopback address", m[1])
-	}
+	require.True(t, err == nil && net.ParseIP(host).IsLoopback(), "walkeeper worker listens on %q by default, want a loopback address", m[1])
 	cfg := worker.DefaultConfig()
 	cfg.RegisterFlags(pflag.NewFlagSet("worker", pflag.ContinueOnError))
 	if h, _, _ := net.SplitHostPort(cfg.Listen); !net.ParseIP(h).IsLoopback() && os.Getenv("WALKEEPER_LISTEN") == "" {
@@ -231,9 +229,8 @@ func TestSecurityTokenGuardsEveryRoute(t *testing.T) {
 	code, _ := rawRequest(t, addr, "GET", "/healthz", "", "")
 	assert.Equal(t, http.StatusOK, code, "/healthz without token")
 	page, err := w.DB().ListTargets(context.Background(), store.Kinds, store.Target{}, store.MaxListPage)
-	if err != nil || len(page.Stores) != 0 {
-		t.Errorf("unauthenticated requests changed state: %+v %v", page, err)
-	}
+	assert.NoError(t, err)
+	assert.Empty(t, page.Stores, "unauthenticated requests changed state")
 	code, body := rawRequest(t, addr, "POST", "/api/v1/stores/generic/gs", secToken, reqs[0].body)
 	assert.Equal(t, http.StatusCreated, code, "with the token: %s", body)
 }

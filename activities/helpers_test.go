@@ -5,14 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
@@ -135,4 +139,34 @@ func requireAppErr(t *testing.T, err error, typ string, nonRetryable bool) *temp
 	require.Equal(t, typ, appErr.Type(), "%v", err)
 	require.Equal(t, nonRetryable, appErr.NonRetryable(), "%v", err)
 	return appErr
+}
+
+// runUnderHeartbeatTimeout runs the activity activityOf returns, with args, in a workflow whose
+// activity heartbeat timeout is 600ms, and calls onBeat with each heartbeat's details (under a
+// lock of its own). firstBeat, for the activity, returns at the first heartbeat: its loop
+// ticks a third of the timeout in, and none within the timeout fails the run.
+func runUnderHeartbeatTimeout(t *testing.T, activityOf func(firstBeat func()) any, onBeat func(converter.EncodedValues), args ...any) {
+	t.Helper()
+	var mu sync.Mutex
+	first, once := make(chan struct{}), sync.Once{}
+	env := newTestWorkflowEnv()
+	env.RegisterActivityWithOptions(activityOf(func() {
+		select {
+		case <-first:
+		case <-time.After(30 * time.Second):
+		}
+	}), activity.RegisterOptions{Name: "probe"})
+	env.SetOnActivityHeartbeatListener(func(_ *activity.Info, details converter.EncodedValues) {
+		mu.Lock()
+		onBeat(details)
+		mu.Unlock()
+		once.Do(func() { close(first) })
+	})
+	env.ExecuteWorkflow(func(ctx workflow.Context) error {
+		ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, HeartbeatTimeout: 600 * time.Millisecond})
+		return workflow.ExecuteActivity(ctx, "probe", args...).Get(ctx, nil)
+	})
+	require.NoError(t, env.GetWorkflowError())
+	mu.Lock() // orders every onBeat call before the caller reads what they recorded
+	mu.Unlock()
 }

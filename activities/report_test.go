@@ -169,42 +169,20 @@ func TestPrepareSignalsBackoffOnRetryableFailure(t *testing.T) {
 // loop, not at once.
 func TestReporterHeartbeatsProgressOnItsTick(t *testing.T) {
 	a := &Activities{}
-	beat, beatOnce := make(chan struct{}), sync.Once{}
-	probe := func(ctx context.Context) error {
-		rep := a.startReporter(ctx, 0, contract.PrepareProgress{State: contract.PrepareStateStarting})
-		rep.progress(contract.PrepareProgress{State: contract.ActivityStateRunning, Done: 1, Total: 2})
-		select { // the first tick comes a third of 600ms in; none within the heartbeat timeout fails the run
-		case <-beat:
-		case <-time.After(30 * time.Second):
-		}
-		rep.finish(nil)
-		return nil
-	}
-	env := newTestWorkflowEnv()
-	env.RegisterActivityWithOptions(probe, activity.RegisterOptions{Name: "probe"})
-	var mu sync.Mutex
 	var beats []contract.PrepareProgress
-	env.SetOnActivityHeartbeatListener(func(_ *activity.Info, details converter.EncodedValues) {
-		if !details.HasValues() {
-			return
+	runUnderHeartbeatTimeout(t, func(firstBeat func()) any {
+		return func(ctx context.Context) error {
+			rep := a.startReporter(ctx, 0, contract.PrepareProgress{State: contract.PrepareStateStarting})
+			rep.progress(contract.PrepareProgress{State: contract.ActivityStateRunning, Done: 1, Total: 2})
+			firstBeat()
+			rep.finish(nil)
+			return nil
 		}
+	}, func(details converter.EncodedValues) {
 		var p contract.PrepareProgress
 		require.NoError(t, details.Get(&p))
-		mu.Lock()
 		beats = append(beats, p)
-		mu.Unlock()
-		beatOnce.Do(func() { close(beat) })
 	})
-	env.ExecuteWorkflow(func(ctx workflow.Context) error {
-		ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-			StartToCloseTimeout: time.Minute,
-			HeartbeatTimeout:    600 * time.Millisecond,
-		})
-		return workflow.ExecuteActivity(ctx, "probe").Get(ctx, nil)
-	})
-	require.NoError(t, env.GetWorkflowError())
-	mu.Lock()
-	defer mu.Unlock()
 	require.NotEmpty(t, beats, "the tick sends the recorded progress")
 	require.Equal(t, contract.PrepareProgress{State: contract.ActivityStateRunning, Done: 1, Total: 2}, beats[0])
 }

@@ -17,11 +17,9 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/mocks"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/walkeeper/walkeeper/contract"
 )
@@ -248,31 +246,18 @@ func TestStartWorkflowsBoundsOutcomeErrors(t *testing.T) {
 // heartbeats while its starts wait on a busy frontend: without it, a batch slower than that
 // timeout would time out while it works.
 func TestStartWorkflowsHeartbeatsWhileStartsWait(t *testing.T) {
-	beat, beatOnce := make(chan struct{}), sync.Once{}
-	c := &mocks.Client{}
-	c.On("ExecuteWorkflow", mock.Anything, mock.Anything, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, o client.StartWorkflowOptions, _ any, _ ...any) (client.WorkflowRun, error) {
-			select { // the first tick comes a third of 600ms in; none within the heartbeat timeout fails the run
-			case <-beat:
-			case <-time.After(30 * time.Second):
-			}
-			return startedRun(o.ID, "run-"+o.ID), nil
-		})
-	a := &Activities{Client: c}
-	env := newTestWorkflowEnv()
-	env.RegisterActivityWithOptions(a.StartWorkflows, activity.RegisterOptions{Name: contract.StartWorkflowsActivity})
-	var beats atomic.Int32
-	env.SetOnActivityHeartbeatListener(func(*activity.Info, converter.EncodedValues) {
-		beats.Add(1)
-		beatOnce.Do(func() { close(beat) })
-	})
-	env.ExecuteWorkflow(func(ctx workflow.Context) error {
-		ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, HeartbeatTimeout: 600 * time.Millisecond})
-		return workflow.ExecuteActivity(ctx, contract.StartWorkflowsActivity, contract.StartWorkflowsParams{
-			Starts: []contract.StartRequest{{Workflow: contract.MergeWalWorkflow, Target: "generic:slow"}}}).Get(ctx, nil)
-	})
-	require.NoError(t, env.GetWorkflowError())
-	require.Positive(t, beats.Load(), "no heartbeat while the start waited")
+	beats := 0
+	runUnderHeartbeatTimeout(t, func(firstBeat func()) any {
+		c := &mocks.Client{}
+		c.On("ExecuteWorkflow", mock.Anything, mock.Anything, mock.Anything, mock.Anything).Return(
+			func(_ context.Context, o client.StartWorkflowOptions, _ any, _ ...any) (client.WorkflowRun, error) {
+				firstBeat()
+				return startedRun(o.ID, "run-"+o.ID), nil
+			})
+		return (&Activities{Client: c}).StartWorkflows
+	}, func(converter.EncodedValues) { beats++ }, contract.StartWorkflowsParams{
+		Starts: []contract.StartRequest{{Workflow: contract.MergeWalWorkflow, Target: "generic:slow"}}})
+	require.Positive(t, beats, "no heartbeat while the start waited")
 }
 
 // startedRun is the run a mocked ExecuteWorkflow returns for a start of workflow id.

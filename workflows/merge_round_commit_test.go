@@ -76,20 +76,27 @@ func TestMergeWalSerialPreparesBatchIntoRounds(t *testing.T) {
 	require.Less(t, len(f.rounds), 5, "rounds carry several shards: %v", f.rounds)
 }
 
-// MaxShardsPerCommit caps a round; the rest wait for the next one.
+// MaxShardsPerCommit caps a round; the rest wait for the next one. At 1 every round is one
+// shard's, still through CommitRound.
 func TestMergeWalRoundCommitRespectsTheCap(t *testing.T) {
-	env := newEnv(t)
-	f := newFakeTable("generic:hot", 2, map[string]int{"a": 2, "b": 2, "c": 2, "d": 2, "e": 2})
-	// A commit takes time, so what becomes ready meanwhile waits for the next round.
-	mockTimedTable(env, f, time.Second, 2*time.Second)
-
-	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:hot", ParallelPrepare: true, PrepareConcurrency: 5, MaxShardsPerCommit: 2})
-	res := mergeResult(t, env)
-	require.Equal(t, 10, res.Reclaimed)
-	for _, r := range f.rounds {
-		require.LessOrEqual(t, len(r), 2, "%v", f.rounds)
+	for _, c := range []struct{ shards, cap, rounds int }{{5, 2, 3}, {3, 1, 3}} {
+		env := newEnv(t)
+		pending := map[string]int{}
+		for i := range c.shards {
+			pending[fmt.Sprintf("s%d", i)] = 2
+		}
+		f := newFakeTable("generic:hot", 2, pending)
+		// A commit takes time, so what becomes ready meanwhile waits for the next round.
+		mockTimedTable(env, f, time.Second, 2*time.Second)
+		in := trackInflight(env)
+		env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:hot", ParallelPrepare: true, PrepareConcurrency: c.shards, MaxShardsPerCommit: c.cap})
+		require.Equal(t, 2*c.shards, mergeResult(t, env).Reclaimed)
+		for _, r := range f.rounds {
+			require.LessOrEqual(t, len(r), c.cap, "%v", f.rounds)
+		}
+		require.Len(t, f.rounds, c.rounds)
+		require.Equal(t, 1, in.max[contract.CommitRoundActivity])
 	}
-	require.Len(t, f.rounds, 3)
 }
 
 // By default a round takes up to contract.MaxRoundShards (64) shards.
@@ -144,19 +151,6 @@ func TestMergeWalStaleShardInRoundIsAbortedAndPreparedAgain(t *testing.T) {
 		require.Empty(t, sr.Error, s)
 	}
 	require.Equal(t, 0, shardResult(t, res, "a").Restarts)
-}
-
-// MaxShardsPerCommit 1 commits one shard per round, still through CommitRound.
-func TestMergeWalOneShardPerCommitIsARoundOfOne(t *testing.T) {
-	env := newEnv(t)
-	f := newFakeTable("generic:hot", 2, map[string]int{"a": 2, "b": 2})
-	mockTimedTable(env, f, time.Second, 2*time.Second)
-	in := trackInflight(env)
-	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:hot", ParallelPrepare: true, MaxShardsPerCommit: 1})
-	res := mergeResult(t, env)
-	require.Equal(t, 4, res.Reclaimed)
-	require.ElementsMatch(t, [][]string{{"a"}, {"b"}}, f.rounds)
-	require.Equal(t, 1, in.max[contract.CommitRoundActivity])
 }
 
 // Once a run is hot (its writers seal as fast as it merges), each round commits once: the

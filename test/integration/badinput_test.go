@@ -84,12 +84,7 @@ func (e *env) requireMissingStoreFailedOnce(t *testing.T, run client.WorkflowRun
 	if st := d.GetWorkflowExecutionInfo().GetStatus(); st != enumspb.WORKFLOW_EXECUTION_STATUS_FAILED {
 		t.Fatalf("status %v, want failed", st)
 	}
-	it := e.c.GetWorkflowHistory(e.ctx(waitShort), run.GetID(), run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT)
-	ev, err := it.Next()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := ev.GetWorkflowExecutionFailedEventAttributes().GetFailure()
+	f := e.closeEvent(t, run.GetID(), run.GetRunID()).GetWorkflowExecutionFailedEventAttributes().GetFailure()
 	if line := contract.MissingStoreMessage(mustTarget(t, target), ""); f.GetMessage() != line || f.GetCause() != nil {
 		t.Fatalf("failure %q (cause %v), want %q and no cause", f.GetMessage(), f.GetCause(), line)
 	}

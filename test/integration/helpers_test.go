@@ -623,6 +623,16 @@ func (e *env) history(t *testing.T, id, runID string) []*historypb.HistoryEvent 
 	return events
 }
 
+// closeEvent is the event that closed run id/runID.
+func (e *env) closeEvent(t *testing.T, id, runID string) *historypb.HistoryEvent {
+	t.Helper()
+	ev, err := e.c.GetWorkflowHistory(e.ctx(waitShort), id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT).Next()
+	if err != nil {
+		t.Fatalf("close event of %s: %v", id, err)
+	}
+	return ev
+}
+
 // describe returns the workflow's current execution description.
 func (e *env) describe(id, runID string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), waitShort)

@@ -3,7 +3,6 @@ package integration
 import (
 	"encoding/json"
 	"net/http"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -212,7 +211,7 @@ func TestStuckMergeIsNoticedAndReplaced(t *testing.T) {
 			waitFor(t, waitShort, "walkeeper_merge_runs_terminated_total to count the terminate", func() (bool, error) {
 				return terminated() == terminatedBefore+1, nil
 			})
-			reason := closeEventText(t, e, id, stuck.GetRunID())
+			reason := e.closeEvent(t, id, stuck.GetRunID()).GetWorkflowExecutionTerminatedEventAttributes().GetReason()
 			if !strings.Contains(reason, "--merge-run-timeout") || !strings.Contains(reason, "workflow task failing") {
 				t.Fatalf("terminate reason %q does not say why", reason)
 			}
@@ -271,14 +270,12 @@ func TestStuckMergeIsNoticedAndReplaced(t *testing.T) {
 // the workers' deadline.
 func runStatus(t *testing.T, bin string, e *env, deadline time.Duration, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"status", "--storage", e.storage, "--temporal", e.hostPort, "--namespace", e.ns,
+	stdout, stderr, code := runCLI(t, bin, append([]string{"status", "--storage", e.storage, "--temporal", e.hostPort, "--namespace", e.ns,
 		"--merge-run-timeout", deadline.String()}, args...)...)
-	cmd.Env = cleanEnv()
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("walkeeper status: %v\n%s", err, out)
+	if code != 0 {
+		t.Fatalf("walkeeper status: exit %d\n%s%s", code, stdout, stderr)
 	}
-	return string(out)
+	return stdout + stderr
 }
 
 // grepLine is the first line of out that contains s.
@@ -311,20 +308,4 @@ func recordedWorkflowTaskCause(t *testing.T, e *env, id, runID string) string {
 		t.Fatalf("run %s records no failed or timed-out workflow task", runID)
 	}
 	return cause
-}
-
-// closeEventText is the reason of a terminated run's close event.
-func closeEventText(t *testing.T, e *env, id, runID string) string {
-	t.Helper()
-	it := e.c.GetWorkflowHistory(e.ctx(waitShort), id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT)
-	for it.HasNext() {
-		ev, err := it.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if a := ev.GetWorkflowExecutionTerminatedEventAttributes(); a != nil {
-			return a.GetReason()
-		}
-	}
-	return ""
 }

@@ -154,15 +154,7 @@ func TestConnectionLimits(t *testing.T) {
 	})
 
 	// The registry entry a failed create may leave is its own business; anything else is not.
-	after := w.listing(t)
-	for k := range after {
-		if strings.HasPrefix(k, "_registry/generic/broken") {
-			delete(after, k)
-		}
-	}
-	if d := before.diff(after); len(d) > 0 {
-		t.Errorf("the refused requests wrote to the storage root:\n  %s", strings.Join(d, "\n  "))
-	}
+	w.checkNothingWritten(t, before, "the refused requests", "_registry/generic/broken")
 }
 
 // acceptedConns counts the TCP connections to listen that process pid has accepted (its

@@ -170,17 +170,10 @@ func TestMergeWalRunsAtTheBounds(t *testing.T) {
 // A forged carry that claims a shard finished (failed for good, so it would never be merged
 // again) is refused on a start, before any listing, prepare or commit.
 func TestMergeWalRefusesAForgedCarry(t *testing.T) {
-	env := newEnv(t)
-	f := newFakeTable("generic:gs", 2, map[string]int{"a": 4})
-	mockTable(env, f)
-	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs", Carry: &contract.MergeWalCarry{WorkflowRuns: 1,
+	const refusal = "invalid input: carry: is handed over by continue-as-new only; a start must leave it out"
+	appErr := requireRefusedRun(t, newEnv(t), refusal, MergeWal, contract.MergeWalInput{Target: "generic:gs", Carry: &contract.MergeWalCarry{WorkflowRuns: 1,
 		Shards: []contract.ShardMergeResult{{Shard: "a", Finished: true, Error: "commit: corrupt", ErrorType: contract.ErrTypeCorruptData, Permanent: true}}}})
-	var appErr *temporal.ApplicationError
-	require.ErrorAs(t, env.GetWorkflowError(), &appErr)
-	require.Equal(t, contract.ErrTypeInvalidInput, appErr.Type())
-	require.Equal(t, "invalid input: carry: is handed over by continue-as-new only; a start must leave it out", appErr.Message())
-	require.Empty(t, f.calls(&f.prepares))
-	require.Empty(t, f.calls(&f.commits))
+	require.Equal(t, refusal, appErr.Message())
 }
 
 // In a real continuation the carry's claim that a shard is finished is checked against the

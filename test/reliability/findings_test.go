@@ -40,16 +40,14 @@ func (g *gate) Before(op, key string) error {
 
 func (g *gate) After(_, _ string, err error) error { return err }
 
-// TestFindingReadDuringSealSeesAcknowledgedRow: a Get on the writing process must return
-// the newest acknowledged version even when a seal completes while the Get is running.
+// TestFindingReadDuringSealSeesAcknowledgedRow: a Get or a listing on the writing process
+// returns the newest acknowledged version even when a seal completes while it runs.
 //
-// store/read.go getOnce (and listOnce) snapshot the shard manifests and the base first and
-// the writer's memtable last. A seal that publishes its manifest after the manifest read and
-// drops the sealed memtable before the memtable read makes the row invisible to that read:
-// the Get returns the previous version (or not found). Found by TestStorageFaultsMixedLoad's
-// read-your-writes check. Proposed fix: take the memtable snapshot (w.snapshot()) BEFORE
-// s.snapshot(ctx, ...) in getOnce and listOnce — a row then is either in the memtable copy
-// or, if its seal finished first, in a generation the later manifest read lists.
+// store/read.go getOnce (and listOnce) read the manifests first and the writer's memtable
+// last, so a seal publishing its manifest and dropping its memtable between the two hid the
+// row (the read returned the previous version, or not found). They now take the memtable
+// first: a row is in that copy or in a generation the later manifest read lists. Found by
+// TestStorageFaultsMixedLoad's read-your-writes check.
 func TestFindingReadDuringSealSeesAcknowledgedRow(t *testing.T) {
 	for _, read := range []string{"get", "list"} {
 		t.Run(read, func(t *testing.T) {
@@ -95,13 +93,10 @@ func TestFindingReadDuringSealSeesAcknowledgedRow(t *testing.T) {
 // attempt's idempotency key so a retried prepare overwrites instead of leaking".
 //
 // store/merge.go Prepare names the staged file m-<hash(attempt)>-<shard8>-<from>-<through>.
-// When the first try's Put lands but reports failure (or the process dies right after it,
-// crash-table row "after prepare wrote the staged file") and a generation is sealed before
-// the retry, the retry plans more generations, writes a different name, and the first file
-// is never referenced nor deleted. Proposed fix: before its Put, Prepare lists
-// data/m-<hash(attempt,target,shard)>- and deletes every other file of the same attempt that
-// the latest base does not reference (a zombie of the same attempt can at worst make the
-// retry's commit fail with StalePreparation, which re-prepares).
+// When the first try's Put landed but reported failure (or the process died right after it)
+// and a generation was sealed before the retry, the retry wrote another name and the first
+// file was never referenced nor deleted. Prepare now deletes what earlier tries of its
+// attempt staged that no commit can publish any more (dropLeakedStaged).
 func TestFindingRetriedPrepareDoesNotLeakStagedFile(t *testing.T) {
 	ctx := context.Background()
 	var ghost atomic.Bool
@@ -130,11 +125,9 @@ func TestFindingRetriedPrepareDoesNotLeakStagedFile(t *testing.T) {
 // already committed by another attempt, it deletes its own staged file; if that delete
 // fails, Commit still returns success and nobody ever deletes the file.
 //
-// store/merge.go Commit → dropUnreferencedStaged ignores the Delete (and loadBase) errors.
+// store/merge.go Commit → dropUnreferencedStaged ignored the Delete (and loadBase) errors.
 // Two attempts for the same generations happen when a shard-queue prepare times out and
-// the workflow falls back to another worker while the first is still running. Proposed fix:
-// let dropUnreferencedStaged return its error and have Commit return it (before deleting
-// the claim), so the retried Commit repeats the idempotent "already committed → drop" path.
+// the workflow falls back to another worker while the first is still running.
 func TestFindingAlreadyCommittedCleanupFailureIsReported(t *testing.T) {
 	ctx := context.Background()
 	var failDeletes atomic.Bool
@@ -168,18 +161,12 @@ func TestFindingAlreadyCommittedCleanupFailureIsReported(t *testing.T) {
 // makes the writer fence itself, and until a replacement writer has replayed the WAL, the
 // process's own reads do not see rows it acknowledged before.
 //
-// store/wal_commit.go walGroupCommit: after an ambiguous WAL put error nextPos is not advanced; the next
-// batch's put-if-absent at the same position finds the landed object with other bytes and
-// kills the writer as fenced (no other process exists). store/store.go residentWriter
-// returns nil for a dead writer, so store/read.go getOnce/listOnce skip its memtable, which
-// still holds acknowledged rows that are only in the WAL. If opening the replacement fails
-// (here: its claim manifest write fails), the rows stay invisible to this process until the
-// next successful append or flush. Proposed fix: (1) in writer.commit, retry the WAL put on
-// an error that is not ErrAlreadyExists (the existing same-bytes check turns a landed put
-// into success), so an ambiguous outcome is not mistaken for a fence; (2) let reads include
-// the memtable of the store's last writer even when it is dead, until a replacement has
-// replayed the WAL (its rows are durable and acknowledged; newest-sequence-wins keeps any
-// newer version from another owner on top).
+// store/wal_commit.go walGroupCommit: after an ambiguous WAL put error the next batch's
+// put-if-absent at the same position finds the landed object with other bytes and kills the
+// writer as fenced (no other process exists). Reads skipped a dead writer's memtable, which
+// still holds acknowledged rows that are only in the WAL, and when opening the replacement
+// failed too (here: its claim manifest write fails), the rows stayed invisible. Reads now
+// use the last writer's memtable until a replacement has replayed the WAL.
 func TestFindingSelfFenceHidesAcknowledgedRows(t *testing.T) {
 	ctx := context.Background()
 	var ghostWAL, failClaim atomic.Bool
@@ -217,11 +204,10 @@ func TestFindingSelfFenceHidesAcknowledgedRows(t *testing.T) {
 // not that the row does not exist.
 //
 // store/read.go Get/List retry three times on a file-level ErrNotFound ("a file vanished
-// under a concurrent merge") and then return that error, which still wraps ErrNotFound, so
-// worker/http_rows.go getRow answers 404 row_not_found for a row that exists in the base, and
-// walkeeper_corrupt_objects_total does not move. Proposed fix: after the last attempt,
-// return corruptf("%s referenced by the manifest is missing", path) (and count it), so the
-// data plane answers 500 corrupt.
+// under a concurrent merge"); they returned that error, so worker/http_rows.go getRow
+// answered 404 row_not_found for a row that exists in the base, and
+// walkeeper_corrupt_objects_total did not move. Now the last attempt's error is ErrCorrupt,
+// counted, and the data plane answers 500 corrupt.
 func TestFindingMissingRunIsNotRowNotFound(t *testing.T) {
 	ctx := context.Background()
 	db := mustOpenDB(t, memURL(t), "w1", nil, nil)
@@ -241,11 +227,10 @@ func TestFindingMissingRunIsNotRowNotFound(t *testing.T) {
 // TestFindingHostileManifestPathIsCorrupt: a base manifest whose run path is not a valid key
 // of the store (here "../x") is damaged data; reads must fail with ErrCorrupt.
 //
-// store/format.go / store.go loadBase (and loadShard for generation paths) accept any path;
-// the bucket's key check then rejects it with ErrInvalidInput, which the data plane maps to
-// 400 invalid_input — blaming the client for a damaged store. Proposed fix: in loadBase and
-// loadShard, check every run/generation path is a valid key under the store's data/ (or the
-// shard's gen/) prefix and return corruptf otherwise. Found by FuzzBaseManifest's seeds.
+// store/format.go / store.go loadBase (and loadShard for generation paths) accepted any
+// path, and the bucket's key check rejected it with ErrInvalidInput, which the data plane
+// maps to 400 invalid_input, blaming the client for a damaged store; a path outside data/
+// (or the shard's gen/) is now ErrCorrupt. Found by FuzzBaseManifest's seeds.
 func TestFindingHostileManifestPathIsCorrupt(t *testing.T) {
 	ctx := context.Background()
 	db := mustOpenDB(t, memURL(t), "w1", nil, nil)
@@ -260,15 +245,12 @@ func TestFindingHostileManifestPathIsCorrupt(t *testing.T) {
 // manifest chain is many versions behind must still be able to read when storage fails now
 // and then.
 //
-// store/format.go chain.latest walks forward from its cached hint with one Get per version
-// (v+1, v+2, …) and stores the new hint only when the whole walk succeeded. On storage that
-// fails a small fraction of calls, a hint N versions behind needs N consecutive successful
-// Gets; every retry starts again from the same stale hint, so once N is large the handle
-// never catches up. Found by TestStorageFaultsMixedLoad on file:// (a merger's Commit kept
-// failing in the drain's loadShard for 2 minutes). It also costs a healthy read N sequential
-// GETs (here ~200; up to 256 before version collection forces a relist). Proposed fix: in
-// latest(), advance c.hint/c.hintRaw after every successful probe, and switch to
-// listLatest (one List) once the walk passes a few versions.
+// store/format.go chain.latest walked forward from its cached hint with one Get per version
+// (v+1, v+2, …) and stored the new hint only when the whole walk succeeded: on storage that
+// fails a small fraction of calls, a hint N versions behind needed N successful Gets in a
+// row, every retry starting from the same stale hint, so once N was large the handle never
+// caught up. Found by TestStorageFaultsMixedLoad on file:// (a merger's Commit kept failing
+// in the drain's loadShard for 2 minutes).
 func TestFindingStaleChainHintCatchesUpOnFlakyStorage(t *testing.T) {
 	ctx := context.Background()
 	url := memURL(t)

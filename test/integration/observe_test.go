@@ -21,11 +21,13 @@ import (
 // TestEveryTriggerIsVisible drives one merge per trigger kind on the real dev server (the
 // sweep by count and by age, HTTP, the walkeeper CLI, a per-target schedule, back-pressure,
 // the count trigger, and a bare `temporal workflow start`), one store per trigger, each
-// merge finished before the next starts so that a sweep only sees its own store. Then it
-// finds every run through visibility by WalTarget and WalTrigger (the queries the README
-// gives) and checks that its search attributes and memo say why it ran, how far behind the
-// store was and what it folded, that its activities are named by shard and pass, and that
-// `walkeeper history` lists it with its trigger.
+// merge finished before the next starts so that a sweep only sees its own store. The HTTP
+// and CLI answers carry the run and its result, the count trigger's worker counts its start,
+// and the HTTP, CLI, count and bare merges drain their store. Then it finds every run through
+// visibility by WalTarget, WalKind and WalTrigger (the queries the README gives) and checks
+// that its search attributes and memo say why it ran, how far behind the store was and what
+// it folded, that its activities are named by shard and pass, and that `walkeeper history`
+// lists it with its trigger.
 func TestEveryTriggerIsVisible(t *testing.T) {
 	e := newEnv(t)
 	w := e.startWorker(e.config("obs"))

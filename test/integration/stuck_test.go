@@ -61,14 +61,6 @@ func TestStuckMergeIsNoticedAndReplaced(t *testing.T) {
 	a := newAPI(t, addr)
 	a.create(name)
 	a.create("idle") // listed before "stuck"
-	triggerHTTP := func() (runID string) {
-		t.Helper()
-		var out struct {
-			RunID string `json:"run_id"`
-		}
-		a.must(202, "POST", "/api/v1/stores/generic/"+name+"/merge-wal", nil, &out)
-		return out.RunID
-	}
 	// mergeAndWait is POST merge-wal?wait=true: its status and answer, or why there was none.
 	// It reports rather than fails, so a goroutine can wait on a run beside the test.
 	type waitAnswer struct {
@@ -114,8 +106,11 @@ func TestStuckMergeIsNoticedAndReplaced(t *testing.T) {
 
 		// It holds the store's merges: a trigger attaches to it, and a caller waiting on it
 		// learns how it ended.
-		if runID := triggerHTTP(); runID != stuck.GetRunID() {
-			t.Fatalf("the HTTP trigger started run %s next to the stuck %s: want an attach", runID, stuck.GetRunID())
+		var attached struct {
+			RunID string `json:"run_id"`
+		}
+		if a.must(202, "POST", "/api/v1/stores/generic/"+name+"/merge-wal", nil, &attached); attached.RunID != stuck.GetRunID() {
+			t.Fatalf("the HTTP trigger started run %s next to the stuck %s: want an attach", attached.RunID, stuck.GetRunID())
 		}
 		waited := make(chan waitAnswer, 1)
 		go func() { waited <- mergeAndWait() }()

@@ -387,17 +387,6 @@ func TestSweepWindowRoundCountsOmittedStarts(t *testing.T) {
 	require.Len(t, x.paramsOf("generic"), 2)
 }
 
-// A page's batches say the page in a window round; only the last page says what is left
-// for the next round.
-func TestPageBatchSummaries(t *testing.T) {
-	require.Equal(t, "generic", pageKind("generic", 1))
-	require.Equal(t, "generic page 3", pageKind("generic", 3))
-	l := roundLabel{window: "w", round: 2}
-	starts := []plannedStart{{req: contract.StartRequest{Trigger: contract.TriggerSweepCount}}}
-	require.Equal(t, "round 2 generic page 2: start 1 (1 sweep-count); skipped 7: 7 left for the next round",
-		l.batchSummary(pageKind("generic", 2), sweepPlan{starts: starts}, 7, 0, 1, starts))
-}
-
 // TestFindingSweepOfEscapedStartFailuresFitsItsPayload: a sweep whose every StartWorkflows
 // batch fails as a whole, and one kind's listing, with long errors of characters JSON escapes
 // (an XML error body's '<', '>', '&', control bytes) reports a result under MaxPayloadBytes,

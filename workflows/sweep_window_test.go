@@ -307,6 +307,10 @@ func TestSweepRoundWords(t *testing.T) {
 	require.Equal(t, "round 7 generic: start 3 (2 sweep-age, 1 sweep-runs); skipped 41: 38 below thresholds, 3 left for the next round — batch 1/2",
 		l.batchSummary("generic", plan, 3, 0, 2, starts[:2]))
 	require.Equal(t, "round 7 generic: start batch 2/2 (1)", l.batchSummary("generic", plan, 3, 1, 2, starts[2:]))
+	// A page's batches say the page; only the last page says what is left for the next round.
+	require.Equal(t, "generic", pageKind("generic", 1))
+	require.Equal(t, "round 7 generic page 2: start 1 (1 sweep-age); skipped 7: 7 left for the next round",
+		l.batchSummary(pageKind("generic", 2), sweepPlan{starts: starts[:1]}, 7, 0, 1, starts[:1]))
 	require.Equal(t, "round 7 rollout: scan demand index", l.options(demandScanOptions(), "rollout").Summary)
 	require.Equal(t, "scan demand index", roundLabel{}.options(demandScanOptions(), "rollout").Summary)
 	require.Equal(t, "x", roundLabel{}.request(contract.StartRequest{Reason: "x"}).Reason)

@@ -2,34 +2,44 @@ package store
 
 import (
 	"context"
-	"errors"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // waitFor polls cond until it holds or a generous deadline passes (the -race detector on two
 // cores can be slow; the deadline only bounds a failure, never a pass).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	require.Eventually(t, cond, 10*time.Second, time.Millisecond, "timed out waiting for %s", what)
 }
 
 func mustReserve(t *testing.T, b *Budget, want int64) *Reservation {
 	t.Helper()
 	r, _, err := b.Reserve(context.Background(), want)
-	if err != nil {
-		t.Fatalf("Reserve(%d): %v", want, err)
-	}
+	require.NoError(t, err, "Reserve(%d)", want)
 	return r
+}
+
+// requireReserved reserves want bytes of b, which must be granted at once.
+func requireReserved(t *testing.T, b *Budget, want int64) *Reservation {
+	t.Helper()
+	r, waited, err := b.Reserve(context.Background(), want)
+	require.NoError(t, err, "Reserve(%d)", want)
+	require.Zero(t, waited, "Reserve(%d) waited", want)
+	require.Equal(t, want, r.Bytes())
+	return r
+}
+
+// reserveErr is the error of a Reserve that must be refused.
+func reserveErr(ctx context.Context, b *Budget, want int64) error {
+	_, _, err := b.Reserve(ctx, want)
+	return err
 }
 
 type reserveResult struct {
@@ -71,60 +81,41 @@ func receive(t *testing.T, ch <-chan reserveResult) reserveResult {
 func receiveBytes(t *testing.T, ch <-chan reserveResult, what string, want int64) reserveResult {
 	t.Helper()
 	res := receive(t, ch)
-	if res.err != nil || res.r.Bytes() != want {
-		t.Fatalf("%s Reserve = %+v, want %d bytes", what, res, want)
-	}
+	require.NoError(t, res.err, "%s Reserve", what)
+	require.Equal(t, want, res.r.Bytes(), "%s Reserve", what)
 	return res
 }
 
 // requireBudget fails unless b has reserved bytes out and waiting requests queued.
 func requireBudget(t *testing.T, b *Budget, reserved, waiting int) {
 	t.Helper()
-	if b.Reserved() != int64(reserved) || b.Waiting() != waiting {
-		t.Fatalf("Reserved = %d, Waiting = %d; want %d, %d", b.Reserved(), b.Waiting(), reserved, waiting)
-	}
+	require.Equal(t, [2]int64{int64(reserved), int64(waiting)}, [2]int64{b.Reserved(), int64(b.Waiting())}, "Reserved, Waiting")
 }
 
 func TestBudgetReserveRelease(t *testing.T) {
 	b := NewBudget(100)
-	if b.Limit() != 100 {
-		t.Fatalf("Limit = %d", b.Limit())
-	}
-	r, waited, err := b.Reserve(context.Background(), 30)
-	if err != nil || r.Bytes() != 30 || waited != 0 {
-		t.Fatalf("Reserve = %d, %v, %v", r.Bytes(), waited, err)
-	}
+	require.EqualValues(t, 100, b.Limit())
+	r := requireReserved(t, b, 30)
 	r2 := mustReserve(t, b, 70)
 	requireBudget(t, b, 100, 0)
 	r.Release()
 	r.Release() // idempotent: must not give back 30 twice
-	if b.Reserved() != 70 || r.Bytes() != 0 {
-		t.Fatalf("after double release: Reserved = %d, Bytes = %d", b.Reserved(), r.Bytes())
-	}
-	if r.TryGrow(10) {
-		t.Fatalf("a released reservation grew")
-	}
+	requireBudget(t, b, 70, 0)
+	require.Zero(t, r.Bytes())
+	require.False(t, r.TryGrow(10), "a released reservation grew")
 	r2.Release()
 	requireBudget(t, b, 0, 0)
 	// The whole limit is available again, without waiting.
-	r3, waited, err := b.Reserve(context.Background(), 100)
-	if err != nil || waited != 0 || r3.Bytes() != 100 {
-		t.Fatalf("Reserve(limit) = %v, %v, %v", r3.Bytes(), waited, err)
-	}
-	r3.Release()
+	requireReserved(t, b, 100).Release()
 
 	// Zero and invalid sizes.
-	z := mustReserve(t, b, 0)
-	if z.Bytes() != 0 || b.Reserved() != 0 {
-		t.Fatalf("zero reservation holds %d", z.Bytes())
-	}
-	if !z.TryGrow(5) || z.Bytes() != 5 || b.Reserved() != 5 {
-		t.Fatalf("zero reservation could not grow: %d", z.Bytes())
-	}
+	z := requireReserved(t, b, 0)
+	requireBudget(t, b, 0, 0)
+	require.True(t, z.TryGrow(5), "a zero reservation could not grow")
+	require.EqualValues(t, 5, z.Bytes())
+	requireBudget(t, b, 5, 0)
 	z.Release()
-	if _, _, err := b.Reserve(context.Background(), -1); !errors.Is(err, ErrInvalidInput) {
-		t.Fatalf("Reserve(-1): %v", err)
-	}
+	require.ErrorIs(t, reserveErr(context.Background(), b, -1), ErrInvalidInput)
 	requireBudget(t, b, 0, 0)
 }
 
@@ -132,17 +123,12 @@ func TestBudgetReserveRelease(t *testing.T) {
 func TestBudgetUnlimited(t *testing.T) {
 	for name, b := range map[string]*Budget{"nil": nil, "zero": NewBudget(0), "negative": NewBudget(-5)} {
 		t.Run(name, func(t *testing.T) {
-			r, waited, err := b.Reserve(context.Background(), 1<<40)
-			if err != nil || waited != 0 || r.Bytes() != 1<<40 {
-				t.Fatalf("Reserve = %v, %v, %v", r, waited, err)
-			}
+			r := requireReserved(t, b, 1<<40)
 			r2 := mustReserve(t, b, 1<<40)
-			if !r.TryGrow(1<<50) || r.Bytes() != 1<<50 {
-				t.Fatalf("TryGrow on unlimited = %d", r.Bytes())
-			}
-			if b.Limit() != 0 || b.Waiting() != 0 {
-				t.Fatalf("Limit = %d, Waiting = %d", b.Limit(), b.Waiting())
-			}
+			require.True(t, r.TryGrow(1<<50))
+			require.EqualValues(t, 1<<50, r.Bytes())
+			require.Zero(t, b.Limit())
+			require.Zero(t, b.Waiting())
 			r.Release()
 			r2.Release()
 			r.Release()
@@ -151,9 +137,8 @@ func TestBudgetUnlimited(t *testing.T) {
 	}
 	var nr *Reservation
 	nr.Release()
-	if nr.Bytes() != 0 || nr.TryGrow(1) {
-		t.Fatalf("nil reservation misbehaves")
-	}
+	require.Zero(t, nr.Bytes())
+	require.False(t, nr.TryGrow(1), "a nil reservation grew")
 }
 
 // TestBudgetExhaustedWaitsAndResumes: with the budget full the next Reserve blocks, shows in
@@ -167,9 +152,8 @@ func TestBudgetExhaustedWaitsAndResumes(t *testing.T) {
 	expectBlocked(t, ch, 150*time.Millisecond)
 	holder.Release()
 	res := receiveBytes(t, ch, "resumed", 10)
-	if res.waited < 100*time.Millisecond || res.waited > time.Since(start) {
-		t.Fatalf("reported wait %v, want >= 100ms and <= %v", res.waited, time.Since(start))
-	}
+	require.GreaterOrEqual(t, res.waited, 100*time.Millisecond)
+	require.LessOrEqual(t, res.waited, time.Since(start))
 	requireBudget(t, b, 10, 0)
 	res.r.Release()
 }
@@ -187,9 +171,8 @@ func TestBudgetCancelWhileWaiting(t *testing.T) {
 	waitFor(t, "the second reservation to queue", func() bool { return b.Waiting() == 2 })
 	cancel()
 	res := receive(t, big)
-	if !errors.Is(res.err, context.Canceled) || res.r != nil {
-		t.Fatalf("cancelled Reserve = %+v, want context.Canceled", res)
-	}
+	require.ErrorIs(t, res.err, context.Canceled)
+	require.Nil(t, res.r)
 	// ... and proceeds once the cancelled request leaves the queue.
 	sres := receiveBytes(t, small, "small", 30)
 	requireBudget(t, b, 90, 0)
@@ -197,22 +180,14 @@ func TestBudgetCancelWhileWaiting(t *testing.T) {
 	sres.r.Release()
 	requireBudget(t, b, 0, 0)
 	// An already-cancelled context fails at once even if bytes are free.
-	if _, _, err := b.Reserve(ctx, 1); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Reserve with dead ctx: %v", err)
-	}
+	require.ErrorIs(t, reserveErr(ctx, b, 1), context.Canceled)
 	// Deadline while waiting.
 	holder = mustReserve(t, b, 100)
 	dctx, dcancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer dcancel()
-	if _, _, err := b.Reserve(dctx, 1); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Reserve past deadline: %v", err)
-	}
+	require.ErrorIs(t, reserveErr(dctx, b, 1), context.DeadlineExceeded)
 	holder.Release()
-	if r, w, err := b.Reserve(context.Background(), 100); err != nil || w != 0 {
-		t.Fatalf("budget not whole after cancellations: %v, %v", w, err)
-	} else {
-		r.Release()
-	}
+	requireReserved(t, b, 100).Release()
 }
 
 // TestBudgetOversizedRunsAlone: a request above the limit is clamped to the limit, waits
@@ -231,9 +206,9 @@ func TestBudgetOversizedRunsAlone(t *testing.T) {
 	res := receiveBytes(t, big, "oversized", 100)
 	expectBlocked(t, later, 50*time.Millisecond)
 	// Holding the whole limit, it may "grow" past it (nothing more is taken).
-	if !res.r.TryGrow(1000) || res.r.Bytes() != 100 || b.Reserved() != 100 {
-		t.Fatalf("TryGrow past the limit: %d bytes, Reserved %d", res.r.Bytes(), b.Reserved())
-	}
+	require.True(t, res.r.TryGrow(1000))
+	require.EqualValues(t, 100, res.r.Bytes())
+	requireBudget(t, b, 100, 1)
 	res.r.Release()
 	lres := receiveBytes(t, later, "later", 10)
 	lres.r.Release()
@@ -262,15 +237,10 @@ func TestBudgetGrowthNeverWaits(t *testing.T) {
 				defer h.Release()
 				defer func() { tried.Done(); <-grown }()
 				start := time.Now()
-				if h.TryGrow(25) {
-					t.Errorf("TryGrow succeeded on a full budget")
-				}
-				if d := time.Since(start); d > 10*time.Second { // a wait would be for a release, which comes only after every TryGrow
-					t.Errorf("TryGrow took %v; it must never wait", d)
-				}
-				if h.Bytes() != 10 {
-					t.Errorf("failed TryGrow changed the reservation to %d", h.Bytes())
-				}
+				assert.False(t, h.TryGrow(25), "TryGrow succeeded on a full budget")
+				// A wait would be for a release, which comes only after every TryGrow.
+				assert.LessOrEqual(t, time.Since(start), 10*time.Second, "TryGrow must never wait")
+				assert.EqualValues(t, 10, h.Bytes(), "a failed TryGrow changed the reservation")
 			}()
 		}
 		wg.Wait()
@@ -283,15 +253,11 @@ func TestBudgetGrowthNeverWaits(t *testing.T) {
 	requireBudget(t, b, 0, 0)
 	// With room, growth is clamped to the limit.
 	r := mustReserve(t, b, 10)
-	if !r.TryGrow(30) || r.Bytes() != 30 {
-		t.Fatalf("TryGrow with room: %d", r.Bytes())
+	for _, c := range []struct{ grow, want int64 }{{30, 30}, {1000, 60}, {20, 60}} {
+		require.True(t, r.TryGrow(c.grow), "TryGrow(%d)", c.grow)
+		require.Equal(t, c.want, r.Bytes(), "TryGrow(%d)", c.grow)
 	}
-	if !r.TryGrow(1000) || r.Bytes() != 60 || b.Reserved() != 60 {
-		t.Fatalf("TryGrow clamped: %d bytes, Reserved %d", r.Bytes(), b.Reserved())
-	}
-	if !r.TryGrow(20) || r.Bytes() != 60 {
-		t.Fatalf("TryGrow to a smaller total changed the reservation: %d", r.Bytes())
-	}
+	requireBudget(t, b, 60, 0)
 	r.Release()
 }
 
@@ -311,9 +277,7 @@ func TestBudgetQueuedReserveDoesNotBlockGrowingHolder(t *testing.T) {
 	}()
 	select {
 	case grew := <-finished:
-		if grew {
-			t.Fatalf("TryGrow overtook a queued Reserve")
-		}
+		require.False(t, grew, "TryGrow overtook a queued Reserve")
 	case <-time.After(10 * time.Second):
 		t.Fatal("deadlock: growing holder blocked behind the queued reservation")
 	}
@@ -340,12 +304,8 @@ func TestBudgetHammer(t *testing.T) {
 				return
 			default:
 			}
-			if r := b.Reserved(); r > limit || r < 0 {
-				t.Errorf("Reserved() = %d, limit %d", r, limit)
-				return
-			}
-			if h := held.Load(); h > limit {
-				t.Errorf("bytes held = %d, limit %d", h, limit)
+			if r, h := b.Reserved(), held.Load(); !assert.True(t, r >= 0 && r <= limit && h <= limit,
+				"Reserved() = %d, bytes held = %d, limit %d", r, h, limit) {
 				return
 			}
 			time.Sleep(50 * time.Microsecond)
@@ -362,9 +322,7 @@ func TestBudgetHammer(t *testing.T) {
 				r, _, err := b.Reserve(ctx, int64(rng.IntN(1500)))
 				cancel()
 				if err != nil {
-					if !errors.Is(err, context.DeadlineExceeded) {
-						t.Errorf("Reserve: %v", err)
-					}
+					assert.ErrorIs(t, err, context.DeadlineExceeded)
 					continue
 				}
 				held.Add(r.Bytes())
@@ -372,8 +330,8 @@ func TestBudgetHammer(t *testing.T) {
 					before := r.Bytes()
 					if r.TryGrow(before + int64(rng.IntN(400))) {
 						held.Add(r.Bytes() - before)
-					} else if r.Bytes() != before {
-						t.Errorf("failed TryGrow changed bytes")
+					} else {
+						assert.Equal(t, before, r.Bytes(), "a failed TryGrow changed bytes")
 					}
 					if rng.IntN(2) == 0 {
 						time.Sleep(time.Duration(rng.IntN(200)) * time.Microsecond)
@@ -390,12 +348,7 @@ func TestBudgetHammer(t *testing.T) {
 	wg.Wait()
 	close(stop)
 	samplerWG.Wait()
-	if b.Reserved() != 0 || b.Waiting() != 0 || held.Load() != 0 {
-		t.Fatalf("after hammer: Reserved = %d, Waiting = %d, held = %d", b.Reserved(), b.Waiting(), held.Load())
-	}
-	r, w, err := b.Reserve(context.Background(), limit)
-	if err != nil || w != 0 || r.Bytes() != limit {
-		t.Fatalf("budget not whole after hammer: %v, %v, %v", r.Bytes(), w, err)
-	}
-	r.Release()
+	requireBudget(t, b, 0, 0)
+	require.Zero(t, held.Load())
+	requireReserved(t, b, limit).Release()
 }

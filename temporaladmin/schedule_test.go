@@ -22,9 +22,7 @@ func TestScheduleJitter(t *testing.T) {
 		{time.Minute, 0, 0},
 		{time.Minute, -time.Second, 0},
 	} {
-		if got := scheduleJitter(c.every, c.jitter); got != c.want {
-			t.Errorf("scheduleJitter(%s, %s) = %s, want %s", c.every, c.jitter, got, c.want)
-		}
+		require.Equal(t, c.want, scheduleJitter(c.every, c.jitter), "scheduleJitter(%s, %s)", c.every, c.jitter)
 	}
 }
 

@@ -3,10 +3,10 @@ package temporaladmin
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/serviceerror"
 )
 
@@ -22,22 +22,15 @@ func TestWhileNamespaceUnservedIsBounded(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil || calls != 3 {
-		t.Fatalf("served on the third call: err %v after %d calls, want nil after 3", err, calls)
-	}
+	require.NoError(t, err)
+	require.Equal(t, 3, calls, "served on the third call")
 
 	other := errors.New("permission denied")
-	if err := whileNamespaceUnserved(ctx, "x", time.Minute, func() error { return other }); !errors.Is(err, other) {
-		t.Fatalf("another error = %v, want it returned at once", err)
-	}
+	require.ErrorIs(t, whileNamespaceUnserved(ctx, "x", time.Minute, func() error { return other }), other)
 
 	start := time.Now()
 	err = whileNamespaceUnserved(ctx, "missing", time.Second, func() error { return serviceerror.NewNamespaceNotFound("missing") })
-	var notFound *serviceerror.NamespaceNotFound
-	if !errors.As(err, &notFound) || !strings.Contains(err.Error(), "temporal operator namespace create -n missing") {
-		t.Fatalf("never served = %v, want the NamespaceNotFound with the fix", err)
-	}
-	if d := time.Since(start); d > 30*time.Second {
-		t.Fatalf("gave up after %s, want about the 1 s bound", d)
-	}
+	require.ErrorAs(t, err, new(*serviceerror.NamespaceNotFound))
+	require.ErrorContains(t, err, "temporal operator namespace create -n missing")
+	require.Less(t, time.Since(start), 30*time.Second, "gave up after about the 1 s bound")
 }

@@ -20,37 +20,9 @@ import (
 // A workflow of another type that someone with namespace access started under a store's merge
 // or compaction ID is refused by name at every start, instead of being attached to as the
 // store's run (no worker polls here, so every run stays running); a start that meets the
-// store's own run still attaches to it.
+// store's own run still attaches to it. A start that begins a run costs one
+// StartWorkflowExecution and nothing more: only a start that met a running workflow describes it.
 func TestFindingStartRefusesAWorkflowOfAnotherTypeUnderItsID(t *testing.T) {
-	testtemporal.SkipShort(t)
-	_, c := testtemporal.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	held, err := target.ParseTarget("generic:held")
-	require.NoError(t, err)
-	for _, id := range []string{contract.MergeWalID(held), contract.CompactID(held)} {
-		_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: "someone-else"}, "Foo", map[string]int{"x": 1})
-		require.NoError(t, err)
-	}
-	_, err = contract.StartMergeWal(ctx, c, held, contract.MergeWalInput{})
-	require.ErrorIs(t, err, contract.ErrWorkflowIDTaken, "a MergeWal start attached to a Foo")
-	require.ErrorContains(t, err, "workflow ID merge-wal/generic/held is held by a running Foo workflow")
-	_, err = contract.StartCompactBase(ctx, c, held, contract.CompactBaseInput{})
-	require.ErrorIs(t, err, contract.ErrWorkflowIDTaken, "a CompactBase start attached to a Foo")
-	require.ErrorContains(t, err, "workflow ID compact/generic/held is held by a running Foo workflow")
-
-	own, err := target.ParseTarget("generic:own")
-	require.NoError(t, err)
-	first, err := contract.StartMergeWal(ctx, c, own, contract.MergeWalInput{})
-	require.NoError(t, err)
-	again, err := contract.StartMergeWal(ctx, c, own, contract.MergeWalInput{})
-	require.NoError(t, err, "a start meeting the store's own MergeWal attaches")
-	require.Equal(t, first.GetRunID(), again.GetRunID())
-}
-
-// A start that begins a run costs one StartWorkflowExecution and nothing more: only a start
-// that met a running workflow describes it.
-func TestFreshStartMakesNoDescribe(t *testing.T) {
 	testtemporal.SkipShort(t)
 	hostPort, _ := testtemporal.Start(t)
 	calls := map[string]*atomic.Int64{"StartWorkflowExecution": {}, "DescribeWorkflowExecution": {}}
@@ -68,13 +40,29 @@ func TestFreshStartMakesNoDescribe(t *testing.T) {
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	tg, err := target.ParseTarget("generic:fresh")
+
+	held, err := target.ParseTarget("generic:held")
 	require.NoError(t, err)
-	_, err = contract.StartMergeWal(ctx, c, tg, contract.MergeWalInput{})
+	for _, id := range []string{contract.MergeWalID(held), contract.CompactID(held)} {
+		_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: "someone-else"}, "Foo", map[string]int{"x": 1})
+		require.NoError(t, err)
+	}
+	_, err = contract.StartMergeWal(ctx, c, held, contract.MergeWalInput{})
+	require.ErrorIs(t, err, contract.ErrWorkflowIDTaken, "a MergeWal start attached to a Foo")
+	require.ErrorContains(t, err, "workflow ID merge-wal/generic/held is held by a running Foo workflow")
+	_, err = contract.StartCompactBase(ctx, c, held, contract.CompactBaseInput{})
+	require.ErrorIs(t, err, contract.ErrWorkflowIDTaken, "a CompactBase start attached to a Foo")
+	require.ErrorContains(t, err, "workflow ID compact/generic/held is held by a running Foo workflow")
+
+	own, err := target.ParseTarget("generic:own")
 	require.NoError(t, err)
-	require.EqualValues(t, 1, calls["StartWorkflowExecution"].Load())
-	require.EqualValues(t, 0, calls["DescribeWorkflowExecution"].Load(), "a fresh start describes nothing")
-	_, err = contract.StartMergeWal(ctx, c, tg, contract.MergeWalInput{})
+	starts, describes := calls["StartWorkflowExecution"].Load(), calls["DescribeWorkflowExecution"].Load()
+	first, err := contract.StartMergeWal(ctx, c, own, contract.MergeWalInput{})
 	require.NoError(t, err)
-	require.EqualValues(t, 1, calls["DescribeWorkflowExecution"].Load(), "an attach describes the run it met, once")
+	require.Equal(t, starts+1, calls["StartWorkflowExecution"].Load())
+	require.Equal(t, describes, calls["DescribeWorkflowExecution"].Load(), "a fresh start describes nothing")
+	again, err := contract.StartMergeWal(ctx, c, own, contract.MergeWalInput{})
+	require.NoError(t, err, "a start meeting the store's own MergeWal attaches")
+	require.Equal(t, first.GetRunID(), again.GetRunID())
+	require.Equal(t, describes+1, calls["DescribeWorkflowExecution"].Load(), "an attach describes the run it met, once")
 }

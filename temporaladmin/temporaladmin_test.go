@@ -30,6 +30,12 @@ func TestTemporalAdmin(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	describe := func(t *testing.T, id string) *client.ScheduleDescription {
+		t.Helper()
+		d, err := temporaladmin.DescribeSchedule(ctx, c, id)
+		require.NoError(t, err)
+		return d
+	}
 
 	t.Run("search attributes", func(t *testing.T) {
 		for i := 0; i < 2; i++ {
@@ -56,8 +62,7 @@ func TestTemporalAdmin(t *testing.T) {
 	t.Run("sweep schedule", func(t *testing.T) {
 		// Ensuring creates it: one SweepWindow per window, a round every Every.
 		require.NoError(t, temporaladmin.EnsureSweepSchedule(ctx, c, temporaladmin.SweepSchedule{Every: time.Minute, Window: time.Hour}))
-		d, err := temporaladmin.DescribeSchedule(ctx, c, temporaladmin.SweepScheduleID)
-		require.NoError(t, err)
+		d := describe(t, temporaladmin.SweepScheduleID)
 		assertInterval(t, d, time.Hour)
 		a := d.Schedule.Action.(*client.ScheduleWorkflowAction)
 		assert.Equal(t, contract.SweepWindowWorkflow, a.Workflow)
@@ -76,7 +81,7 @@ func TestTemporalAdmin(t *testing.T) {
 		// running), instead of waiting for the next whole hour.
 		var window string
 		require.Eventually(t, func() bool {
-			d, err = temporaladmin.DescribeSchedule(ctx, c, temporaladmin.SweepScheduleID)
+			d, err := temporaladmin.DescribeSchedule(ctx, c, temporaladmin.SweepScheduleID)
 			if err != nil || len(d.Info.RunningWorkflows) != 1 {
 				return false
 			}
@@ -88,8 +93,7 @@ func TestTemporalAdmin(t *testing.T) {
 		// A second ensure (another worker starting) starts no second window.
 		require.NoError(t, temporaladmin.EnsureSweepSchedule(ctx, c, temporaladmin.SweepSchedule{Every: time.Minute, Window: time.Hour}))
 		time.Sleep(time.Second)
-		d, err = temporaladmin.DescribeSchedule(ctx, c, temporaladmin.SweepScheduleID)
-		require.NoError(t, err)
+		d = describe(t, temporaladmin.SweepScheduleID)
 		assert.Len(t, d.Info.RunningWorkflows, 1)
 
 		// Sweep now signals the running window.
@@ -100,8 +104,7 @@ func TestTemporalAdmin(t *testing.T) {
 
 		// Pausing the sweep pauses the schedule and cancels the window.
 		require.NoError(t, temporaladmin.PauseSchedule(ctx, c, temporaladmin.SweepScheduleID, "maintenance window"))
-		d, err = temporaladmin.DescribeSchedule(ctx, c, temporaladmin.SweepScheduleID)
-		require.NoError(t, err)
+		d = describe(t, temporaladmin.SweepScheduleID)
 		assert.True(t, d.Schedule.State.Paused)
 		assert.Equal(t, "maintenance window", d.Schedule.State.Note)
 		assert.True(t, historyHas(ctx, t, c, window, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED))
@@ -110,7 +113,7 @@ func TestTemporalAdmin(t *testing.T) {
 		// one MaintenanceSweep instead of starting an hour-long window.
 		require.NoError(t, c.TerminateWorkflow(ctx, window, "", "test: the window ended"))
 		require.Eventually(t, func() bool {
-			d, err = temporaladmin.DescribeSchedule(ctx, c, temporaladmin.SweepScheduleID)
+			d, err := temporaladmin.DescribeSchedule(ctx, c, temporaladmin.SweepScheduleID)
 			return err == nil && len(d.Info.RunningWorkflows) == 0
 		}, 30*time.Second, 200*time.Millisecond)
 		msg, err = temporaladmin.SweepNow(ctx, c)
@@ -122,14 +125,12 @@ func TestTemporalAdmin(t *testing.T) {
 
 		// The next ensure updates the interval and leaves the operator's pause alone.
 		require.NoError(t, temporaladmin.EnsureSweepSchedule(ctx, c, temporaladmin.SweepSchedule{Every: time.Minute, Window: 30 * time.Minute}))
-		d, err = temporaladmin.DescribeSchedule(ctx, c, temporaladmin.SweepScheduleID)
-		require.NoError(t, err)
+		d = describe(t, temporaladmin.SweepScheduleID)
 		assertInterval(t, d, 30*time.Minute)
 		assert.True(t, d.Schedule.State.Paused, "ensure must not unpause")
 
 		require.NoError(t, temporaladmin.ResumeSchedule(ctx, c, temporaladmin.SweepScheduleID, ""))
-		d, err = temporaladmin.DescribeSchedule(ctx, c, temporaladmin.SweepScheduleID)
-		require.NoError(t, err)
+		d = describe(t, temporaladmin.SweepScheduleID)
 		assert.False(t, d.Schedule.State.Paused)
 
 		assert.Error(t, temporaladmin.EnsureSweepSchedule(ctx, c, temporaladmin.SweepSchedule{}))
@@ -141,8 +142,7 @@ func TestTemporalAdmin(t *testing.T) {
 		assert.Equal(t, "merge-wal-tick/generic/gs", id)
 		require.NoError(t, temporaladmin.EnsureTargetSchedule(ctx, c, target, time.Hour, temporaladmin.DefaultScheduleJitter))
 		require.NoError(t, temporaladmin.EnsureTargetSchedule(ctx, c, target, 2*time.Hour, temporaladmin.DefaultScheduleJitter))
-		d, err := temporaladmin.DescribeSchedule(ctx, c, id)
-		require.NoError(t, err)
+		d := describe(t, id)
 		assertInterval(t, d, 2*time.Hour)
 		a := d.Schedule.Action.(*client.ScheduleWorkflowAction)
 		assert.Equal(t, contract.MergeWalTickWorkflow, a.Workflow)
@@ -157,7 +157,7 @@ func TestTemporalAdmin(t *testing.T) {
 		require.NoError(t, temporaladmin.PauseSchedule(ctx, c, id, ""))
 		require.NoError(t, temporaladmin.ResumeSchedule(ctx, c, id, ""))
 		require.NoError(t, temporaladmin.DeleteSchedule(ctx, c, id))
-		_, err = temporaladmin.DescribeSchedule(ctx, c, id)
+		_, err := temporaladmin.DescribeSchedule(ctx, c, id)
 		assert.Error(t, err)
 	})
 }

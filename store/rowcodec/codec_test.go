@@ -79,6 +79,29 @@ func buildChecked(t testing.TB, c *Codec, mem memory.Allocator, rows []Row, seqs
 	return rec, view
 }
 
+// requireArrowSchema fails unless the codec's Arrow schema is the user fields of s, each
+// nullable, then the three non-null system columns, with the kind in its metadata and the
+// key field at KeyIndex.
+func requireArrowSchema(t testing.TB, c *Codec, k target.Kind, s Schema) {
+	t.Helper()
+	as := c.ArrowSchema()
+	require.Equal(t, len(s.Fields)+3, as.NumFields(), "%s: arrow fields", k)
+	for i, f := range s.Fields {
+		af := as.Field(i)
+		require.True(t, af.Name == f.Name && af.Nullable && arrow.TypeEqual(af.Type, f.Type.ArrowType()), "%s: arrow field %d = %v for %+v", k, i, af, f)
+	}
+	for i, want := range []arrow.Field{
+		{Name: "_seq", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "_shard", Type: arrow.BinaryTypes.String},
+		{Name: "_deleted", Type: arrow.FixedWidthTypes.Boolean},
+	} {
+		require.True(t, as.Field(len(s.Fields)+i).Equal(want), "%s: system column %d = %v, want %v", k, i, as.Field(len(s.Fields)+i), want)
+	}
+	v, ok := as.Metadata().GetValue("walkeeper.kind")
+	require.True(t, ok && v == string(k), "%s: metadata %v", k, as.Metadata())
+	require.Equal(t, KeyField(k), as.Field(c.KeyIndex()).Name, "%s: KeyIndex %d", k, c.KeyIndex())
+}
+
 func TestNewCodec(t *testing.T) {
 	for _, k := range target.Kinds {
 		c := testCodec(t, k)
@@ -86,32 +109,7 @@ func TestNewCodec(t *testing.T) {
 			t.Errorf("target.Kind() = %s", c.Kind())
 		}
 		s := c.Schema()
-		as := c.ArrowSchema()
-		if as.NumFields() != len(s.Fields)+3 {
-			t.Fatalf("%s: %d arrow fields for %d user fields", k, as.NumFields(), len(s.Fields))
-		}
-		for i, f := range s.Fields {
-			af := as.Field(i)
-			if af.Name != f.Name || !af.Nullable || !arrow.TypeEqual(af.Type, f.Type.ArrowType()) {
-				t.Errorf("%s: arrow field %d = %v", k, i, af)
-			}
-		}
-		n := len(s.Fields)
-		for i, want := range []arrow.Field{
-			{Name: "_seq", Type: arrow.PrimitiveTypes.Int64},
-			{Name: "_shard", Type: arrow.BinaryTypes.String},
-			{Name: "_deleted", Type: arrow.FixedWidthTypes.Boolean},
-		} {
-			if !as.Field(n + i).Equal(want) {
-				t.Errorf("%s: system column %d = %v, want %v", k, i, as.Field(n+i), want)
-			}
-		}
-		if v, ok := as.Metadata().GetValue("walkeeper.kind"); !ok || v != string(k) {
-			t.Errorf("%s: metadata %v", k, as.Metadata())
-		}
-		if as.Field(c.KeyIndex()).Name != KeyField(k) {
-			t.Errorf("%s: KeyIndex %d", k, c.KeyIndex())
-		}
+		requireArrowSchema(t, c, k, s)
 		// Schema() is a copy.
 		s.Fields[0].Name = "zzz"
 		if c.Schema().Fields[0].Name == "zzz" {

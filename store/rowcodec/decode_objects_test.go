@@ -13,15 +13,13 @@ import (
 	"github.com/walkeeper/walkeeper/target"
 )
 
-// DecodeObjects decodes rows from objects that encoding/json already decoded: the tests hold
-// DecodeJSON's own tokenizer to it, as a second decoder built on the standard library.
-
 // DecodeObjects is DecodeJSON for objects already decoded by a json.Decoder with UseNumber
-// (values string, json.Number, bool, nil, map[string]any, []any). For Go callers it also
-// accepts Go integers and floats where a number is expected (never a float for int64),
-// []byte for binary and time.Time for timestamp fields. maxRowBytes (0 = no limit) is compared
-// with the length of the object re-encoded by json.Marshal. Errors are as DecodeJSON's; a row
-// naming several unknown fields reports the first in sorted order.
+// (values string, json.Number, bool, nil, map[string]any, []any): the tests hold DecodeJSON's
+// own tokenizer to it, a second decoder built on the standard library. It also accepts Go
+// integers and floats where a number is expected (never a float for int64), []byte for binary
+// and time.Time for timestamp fields. maxRowBytes (0 = no limit) is compared with the length
+// of the object re-encoded by json.Marshal. Errors are as DecodeJSON's; a row naming several
+// unknown fields reports the first in sorted order.
 func (c *Codec) DecodeObjects(objs []map[string]any, maxRowBytes int) ([]Row, error) {
 	rows := make([]Row, 0, len(objs))
 	seen := make([]bool, len(c.names))

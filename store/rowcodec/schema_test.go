@@ -218,27 +218,13 @@ func FuzzValidateSchema(f *testing.F) {
 		if !c.Schema().Equal(s) || !s.Equal(s) {
 			t.Fatal("codec schema differs")
 		}
-		as := c.ArrowSchema()
-		if as.NumFields() != len(s.Fields)+3 {
-			t.Fatalf("arrow schema has %d fields for %d user fields", as.NumFields(), len(s.Fields))
-		}
-		if as.Field(c.KeyIndex()).Name != KeyField(k) {
-			t.Fatalf("key index %d names %q", c.KeyIndex(), as.Field(c.KeyIndex()).Name)
-		}
+		requireArrowSchema(t, c, k, s)
 		seen := map[string]bool{}
-		for i, fd := range s.Fields {
+		for _, fd := range s.Fields {
 			if seen[fd.Name] || strings.HasPrefix(fd.Name, "_") || fd.Type.ArrowType() == nil {
 				t.Fatalf("accepted bad field %+v", fd)
 			}
 			seen[fd.Name] = true
-			if af := as.Field(i); af.Name != fd.Name || !af.Nullable || !arrow.TypeEqual(af.Type, fd.Type.ArrowType()) {
-				t.Fatalf("arrow field %d = %v for %+v", i, af, fd)
-			}
-		}
-		for i, name := range []string{ColSeq, ColShard, ColDeleted} {
-			if af := as.Field(len(s.Fields) + i); af.Name != name || af.Nullable {
-				t.Fatalf("system column %d = %v", i, af)
-			}
 		}
 		if k == target.KindGeneric {
 			rec, _ := buildChecked(t, c, nil, []Row{{Key: "k"}}, []int64{1}, "s", []bool{true})

@@ -1,6 +1,9 @@
 package contract
 
-import "testing"
+import (
+	"reflect"
+	"testing"
+)
 
 // UnknownInputFields reads what anyone typed into a workflow start: whatever the bytes, it
 // returns, without a panic, at most MaxUnknownFieldNames clipped names of the total it counts.
@@ -13,14 +16,9 @@ func FuzzUnknownInputFields(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	inputs := []func() any{
-		func() any { return &MergeWalInput{} }, func() any { return &CompactBaseInput{} },
-		func() any { return &MaintenanceSweepInput{} }, func() any { return &SweepWindowInput{} },
-		func() any { return &MergeWalTickInput{} }, func() any { return &ReconcileDemandInput{} },
-	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, in := range inputs {
-			names, total := UnknownInputFields(data, in())
+		for _, p := range workflowPayloads {
+			names, total := UnknownInputFields(data, reflect.New(reflect.TypeOf(p[0])).Interface())
 			if len(names) > MaxUnknownFieldNames || len(names) > total {
 				t.Fatalf("%d names of %d", len(names), total)
 			}

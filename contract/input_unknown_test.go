@@ -1,10 +1,7 @@
 package contract
 
 import (
-	"encoding/base64"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"reflect"
 	"runtime"
 	"strconv"
@@ -63,14 +60,14 @@ func TestUnknownInputFields(t *testing.T) {
 // What a build writes into an input, every field set (as TestWireShape fills it), reports
 // nothing.
 func TestUnknownInputFieldsOfWrittenInputs(t *testing.T) {
-	for _, v := range []any{MergeWalInput{}, CompactBaseInput{}, MaintenanceSweepInput{}, SweepWindowInput{}, MergeWalTickInput{}, ReconcileDemandInput{}} {
-		in := filled(reflect.TypeOf(v))
+	for _, p := range workflowPayloads {
+		in := filled(reflect.TypeOf(p[0]))
 		data, err := json.Marshal(in.Interface())
 		if err != nil {
 			t.Fatal(err)
 		}
 		if names, total := UnknownInputFields(data, in.Addr().Interface()); total != 0 {
-			t.Errorf("%T %s: %q", v, data, names)
+			t.Errorf("%T %s: %q", p[0], data, names)
 		}
 	}
 }
@@ -96,65 +93,5 @@ func TestUnknownInputFieldsAllocatesOnlyItsNames(t *testing.T) {
 	}
 	if got := after.TotalAlloc - before.TotalAlloc; got > 16<<10 {
 		t.Errorf("%d bytes allocated walking %d", got, len(data))
-	}
-}
-
-// No input of a recorded history (a start, a continue-as-new, a child's start) names a
-// member its workflow ignores: the workflows write only what they read.
-func TestUnknownInputFieldsOfRecordedHistories(t *testing.T) {
-	files, err := filepath.Glob("../workflows/testdata/replay/*.json")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no histories: %v", err)
-	}
-	inputs := map[string]func() any{
-		MergeWalWorkflow: func() any { return &MergeWalInput{} }, CompactBaseWorkflow: func() any { return &CompactBaseInput{} },
-		MaintenanceSweepWorkflow: func() any { return &MaintenanceSweepInput{} }, SweepWindowWorkflow: func() any { return &SweepWindowInput{} },
-		MergeWalTickWorkflow: func() any { return &MergeWalTickInput{} }, ReconcileDemandWorkflow: func() any { return &ReconcileDemandInput{} },
-	}
-	type attrs struct {
-		WorkflowType struct{ Name string } `json:"workflowType"`
-		Input        struct {
-			Payloads []struct{ Data string } `json:"payloads"`
-		} `json:"input"`
-	}
-	seen := 0
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var h struct {
-			Events []struct {
-				Started   *attrs `json:"workflowExecutionStartedEventAttributes"`
-				Continued *attrs `json:"workflowExecutionContinuedAsNewEventAttributes"`
-				Child     *attrs `json:"startChildWorkflowExecutionInitiatedEventAttributes"`
-			} `json:"events"`
-		}
-		if err := json.Unmarshal(raw, &h); err != nil {
-			continue // not a history (README.md)
-		}
-		for _, e := range h.Events {
-			for _, a := range []*attrs{e.Started, e.Continued, e.Child} {
-				if a == nil || len(a.Input.Payloads) == 0 {
-					continue
-				}
-				in, ok := inputs[a.WorkflowType.Name]
-				if !ok {
-					t.Errorf("%s: workflow type %q", f, a.WorkflowType.Name)
-					continue
-				}
-				data, err := base64.StdEncoding.DecodeString(a.Input.Payloads[0].Data)
-				if err != nil {
-					t.Fatal(err)
-				}
-				seen++
-				if names, total := UnknownInputFields(data, in()); total != 0 {
-					t.Errorf("%s: %s input names %q", filepath.Base(f), a.WorkflowType.Name, names)
-				}
-			}
-		}
-	}
-	if seen < len(inputs) {
-		t.Errorf("only %d inputs in the recorded histories", seen)
 	}
 }

@@ -27,14 +27,10 @@ func TestFormatBytes(t *testing.T) {
 }
 
 func TestFailureTextFitsItsBound(t *testing.T) {
-	if got := FailureText("prepare: boom"); got != "prepare: boom" {
-		t.Fatalf("a short error is kept: %q", got)
-	}
-	long := strings.Repeat("é", MaxFailureTextBytes)
-	got := FailureText(long)
-	if len(got) > MaxFailureTextBytes || !utf8.ValidString(got) || !strings.HasSuffix(got, "…") {
-		t.Fatalf("clipped to %d bytes (valid UTF-8 %v), want at most %d ending in …", len(got), utf8.ValidString(got), MaxFailureTextBytes)
-	}
+	require.Equal(t, "prepare: boom", FailureText("prepare: boom"), "a short error is kept")
+	got := FailureText(strings.Repeat("é", MaxFailureTextBytes))
+	require.LessOrEqual(t, len(got), MaxFailureTextBytes)
+	require.True(t, utf8.ValidString(got) && strings.HasSuffix(got, "…"), "%q", got)
 }
 
 // Text anyone can set reaches a terminal with its control characters and stray bytes escaped,

@@ -71,7 +71,6 @@ func TestMergeWalInputBounds(t *testing.T) {
 		{"bytes no cap", m(func(in *MergeWalInput) { in.MaxBytes = new(int64(0)) }), ""},
 		{"schedule-to-start negative", m(func(in *MergeWalInput) { in.ScheduleToStartTimeout = -time.Second }), "schedule_to_start_timeout"},
 		{"slot wait off", m(func(in *MergeWalInput) { in.SlotWaitThreshold = -1 }), ""},
-		{"every trigger", m(func(in *MergeWalInput) { in.Trigger = TriggerBackPressure }), ""},
 		{"trigger unknown value", m(func(in *MergeWalInput) { in.Trigger = "Count" }), "trigger"},
 		{"reason at the ceiling", m(func(in *MergeWalInput) { in.TriggerReason = strings.Repeat("é", MaxTriggerReasonBytes/2) }), ""},
 		{"reason above", m(func(in *MergeWalInput) { in.TriggerReason = strings.Repeat("x", MaxTriggerReasonBytes+1) }), "trigger_reason"},
@@ -316,14 +315,7 @@ func TestCarriedOnStartError(t *testing.T) {
 func TestCapShardsListsFailedFirstAndCountsTheRest(t *testing.T) {
 	res := MergeWalResult{Shards: []ShardMergeResult{{Shard: "a"}, {Shard: "b", Error: "x"}, {Shard: "c"}, {Shard: "d", Error: "y"}}}
 	got := res.CapShards(3)
-	var names []string
-	for _, sh := range got.Shards {
-		names = append(names, sh.Shard)
-	}
-	if strings.Join(names, ",") != "b,d,a" || got.ShardsOmitted != 1 || got.ShardsFailed != 2 {
-		t.Fatalf("CapShards(3) = %v, omitted %d, failed %d; want b,d,a, 1, 2", names, got.ShardsOmitted, got.ShardsFailed)
-	}
-	if empty := (MergeWalResult{Shards: []ShardMergeResult{}}).CapShards(3); empty.Shards == nil {
-		t.Fatal("CapShards of no shards lists nil, which encodes as null")
-	}
+	require.Equal(t, []ShardMergeResult{{Shard: "b", Error: "x"}, {Shard: "d", Error: "y"}, {Shard: "a"}}, got.Shards)
+	require.Equal(t, [2]int{1, 2}, [2]int{got.ShardsOmitted, got.ShardsFailed}, "omitted, failed")
+	require.NotNil(t, (MergeWalResult{Shards: []ShardMergeResult{}}).CapShards(3).Shards, "no shards list nil, which encodes as null")
 }

@@ -25,8 +25,9 @@ import (
 //     type shows up as a diff in review (go test ./contract -run WireShape -update rewrites
 //     the files after a deliberate addition);
 //   - TestRecordedHistoriesDecode decodes every payload of the recorded histories in
-//     workflows/testdata/replay into its contract type, refusing unknown fields, so a
-//     contract change that a running history would no longer decode fails here.
+//     workflows/testdata/replay into its contract type, refusing unknown fields (in a
+//     workflow input, whose own decoding ignores them, as UnknownInputFields names them), so
+//     a contract change that a running history would no longer decode fails here.
 
 var update = flag.Bool("update", false, "rewrite testdata/wire from the current types")
 
@@ -198,6 +199,10 @@ type historyEvent struct {
 		WorkflowType struct{ Name string } `json:"workflowType"`
 		Input        payloads              `json:"input"`
 	} `json:"workflowExecutionContinuedAsNewEventAttributes"`
+	Child *struct {
+		WorkflowType struct{ Name string } `json:"workflowType"`
+		Input        payloads              `json:"input"`
+	} `json:"startChildWorkflowExecutionInitiatedEventAttributes"`
 	Scheduled *struct {
 		ActivityType struct{ Name string } `json:"activityType"`
 		Input        payloads              `json:"input"`
@@ -246,6 +251,10 @@ func TestRecordedHistoriesDecode(t *testing.T) {
 					t.Errorf("%s event %s: %s %s does not decode into contract.%T: %v\n%s",
 						filepath.Base(f), ev.EventID, what, "payload", into, err, data)
 				}
+				// A workflow input decodes itself, past DisallowUnknownFields.
+				if names, total := UnknownInputFields(data, v.Interface()); plainDecoded[v.Type().Elem()] && total != 0 {
+					t.Errorf("%s event %s: %s names members its workflow ignores: %q", filepath.Base(f), ev.EventID, what, names)
+				}
 				decoded[reflect.TypeOf(into).Name()]++
 			}
 		}
@@ -258,6 +267,8 @@ func TestRecordedHistoriesDecode(t *testing.T) {
 				check(ev, wfType+" input", ev.Started.Input, payloadType(t, workflowPayloads, wfType, 0))
 			case ev.ContinuedAsNew != nil:
 				check(ev, "continue-as-new input", ev.ContinuedAsNew.Input, payloadType(t, workflowPayloads, ev.ContinuedAsNew.WorkflowType.Name, 0))
+			case ev.Child != nil:
+				check(ev, "child input", ev.Child.Input, payloadType(t, workflowPayloads, ev.Child.WorkflowType.Name, 0))
 			case ev.Completed != nil:
 				check(ev, wfType+" result", ev.Completed.Result, payloadType(t, workflowPayloads, wfType, 1))
 			case ev.Scheduled != nil:
@@ -270,8 +281,10 @@ func TestRecordedHistoriesDecode(t *testing.T) {
 			}
 		}
 	}
-	// The histories must exercise the prepared-merge wire type, or this test proves little.
-	for _, name := range []string{"PrepareResult", "CommitRoundParams", "MergeWalInput", "MergeWalResult", "ScanDemandResult", "ReconcilePageResult"} {
+	// The histories must exercise the prepared-merge wire type and every workflow input, or
+	// this test proves little.
+	for _, name := range []string{"PrepareResult", "CommitRoundParams", "MergeWalResult", "ScanDemandResult", "ReconcilePageResult",
+		"MergeWalInput", "CompactBaseInput", "MaintenanceSweepInput", "SweepWindowInput", "MergeWalTickInput", "ReconcileDemandInput"} {
 		if decoded[name] == 0 {
 			t.Errorf("no recorded %s payload decoded; the histories no longer cover it", name)
 		}

@@ -43,6 +43,18 @@ func roundTripsLikeEncodingJSON[M any](t *testing.T, r *rand.Rand, random func(*
 	}
 }
 
+// fuzzLikeEncodingJSON seeds f with 16 random manifests encoded and holds the codec's
+// decoder to encoding/json on any input.
+func fuzzLikeEncodingJSON[M any](f *testing.F, r *rand.Rand, random func(*rand.Rand) *M, encode func(*M) ([]byte, error), unmarshal func([]byte, *M) error) {
+	for range 16 {
+		raw, _ := encode(random(r))
+		f.Add(raw)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		sameAsEncodingJSON(t, unmarshal, raw)
+	})
+}
+
 func randomShardManifest(r *rand.Rand) *Shard {
 	strs := []string{"", "a", "generic/hot/memwal/s1/gen/00000000000000000001-1.ipc", "k<&>", `q"uote\`, "tab\there", "ünï", "\u2028", string([]byte{0xff, 'x'}), "0123456789abcdef"}
 	times := []time.Time{{}, time.Date(2026, 12, 1, 16, 0, 0, 123456789, time.UTC), time.Date(1999, 1, 2, 3, 4, 5, 0, time.FixedZone("x", -7*3600-30*60)), time.Unix(0, 0).UTC(), time.Date(2026, 1, 1, 0, 0, 0, 100, time.UTC)}
@@ -137,15 +149,8 @@ func TestShardManifestCodec(t *testing.T) {
 //
 //	go test -run '^$' -fuzz '^FuzzShardManifestCodec$' -fuzztime 1m ./store/manifest/
 func FuzzShardManifestCodec(f *testing.F) {
-	r := rand.New(rand.NewPCG(3, 4))
-	for range 16 {
-		raw, _ := EncodeShard(randomShardManifest(r))
-		f.Add(raw)
-	}
 	f.Add([]byte(`{"shard":"s","flushed":[{"gen":1,"path":"p","sealed_at":"2026-12-01T16:00:00.5Z"}]}`))
-	f.Fuzz(func(t *testing.T, raw []byte) {
-		sameAsEncodingJSON(t, UnmarshalShard, raw)
-	})
+	fuzzLikeEncodingJSON(f, rand.New(rand.NewPCG(3, 4)), randomShardManifest, EncodeShard, UnmarshalShard)
 }
 
 func randomBaseManifest(r *rand.Rand) *Base {
@@ -217,12 +222,5 @@ func TestBaseManifestCodec(t *testing.T) {
 
 // FuzzBaseManifestCodec holds the base codec's decoder to encoding/json on any input.
 func FuzzBaseManifestCodec(f *testing.F) {
-	r := rand.New(rand.NewPCG(7, 8))
-	for range 16 {
-		raw, _ := EncodeBase(randomBaseManifest(r))
-		f.Add(raw)
-	}
-	f.Fuzz(func(t *testing.T, raw []byte) {
-		sameAsEncodingJSON(t, UnmarshalBase, raw)
-	})
+	fuzzLikeEncodingJSON(f, rand.New(rand.NewPCG(7, 8)), randomBaseManifest, EncodeBase, UnmarshalBase)
 }

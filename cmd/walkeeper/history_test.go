@@ -20,7 +20,6 @@ import (
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/actioncount"
-	"github.com/walkeeper/walkeeper/internal/testkit/testtemporal"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/worker"
 )
@@ -31,12 +30,13 @@ import (
 // error is printed as one line, unwrapped to its cause. Every `walkeeper queries` query is
 // accepted by the server's visibility.
 func TestHistoryAgainstTemporal(t *testing.T) {
-	testtemporal.SkipShort(t)
+	tn := newTemporalNS(t)
+	tc := tn.c
 	noDev(t)
-	hostPort, tc := testtemporal.Start(t)
 	storage := "file://" + filepath.ToSlash(filepath.Join(t.TempDir(), "storage"))
 	cfg := worker.DefaultConfig()
 	cfg.Instance = "history"
+	cfg.Temporal.Namespace = tn.ns
 	cfg.Storage = storage
 	cfg.Listen = "127.0.0.1:0"
 	cfg.FlushInterval = time.Hour // seals only by the flush calls below
@@ -66,7 +66,7 @@ func TestHistoryAgainstTemporal(t *testing.T) {
 
 	runCLI := func(args ...string) (int, string, string) {
 		t.Helper()
-		return runCLI(t, append(args, "--temporal", hostPort)...)
+		return tn.run(t, args...)
 	}
 	code, out, errOut := runCLI("merge", "generic:h", "--wait", "--storage", storage)
 	require.Equal(t, cli.ExitOK, code, "%s%s", out, errOut)
@@ -104,8 +104,8 @@ func TestHistoryAgainstTemporal(t *testing.T) {
 		// activities takes more than nothing (">= 0" passed a constant 0).
 		assert.Greater(t, *r.DurationSec, 0.0, "%s duration", r.Workflow)
 		assert.InDelta(t, r.Close.Sub(r.Start).Seconds(), *r.DurationSec, 1e-6, "%s duration vs close - start", r.Workflow)
-		assert.Equal(t, fmt.Sprintf("http://ui.test:8233/namespaces/default/workflows/%s/%s/history",
-			strings.ReplaceAll(r.WorkflowID, "/", "%2F"), r.RunID), r.URL)
+		assert.Equal(t, fmt.Sprintf("http://ui.test:8233/namespaces/%s/workflows/%s/%s/history",
+			tn.ns, strings.ReplaceAll(r.WorkflowID, "/", "%2F"), r.RunID), r.URL)
 	}
 	require.Contains(t, types, "MergeWal")
 	require.Contains(t, types, "CompactBase")
@@ -126,7 +126,7 @@ func TestHistoryAgainstTemporal(t *testing.T) {
 	require.Len(t, lines, 3, out)
 	assert.Regexp(t, `^WHEN\s+WORKFLOW\s+TRIGGER\s+PENDING AT START\s+RECLAIMED\s+ACTIONS\s+BYTES\s+DURATION\s+RESULT\s+WEB UI$`, lines[0])
 	for _, l := range lines[1:] {
-		assert.Regexp(t, `^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+(MergeWal|CompactBase)\s+\S+\s+\S+\s+\S+\s+\S+\s+.+\s+Completed\s+http://ui\.test:8233/namespaces/default/workflows/`, l)
+		assert.Regexp(t, `^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+(MergeWal|CompactBase)\s+\S+\s+\S+\s+\S+\s+\S+\s+.+\s+Completed\s+http://ui\.test:8233/namespaces/`+tn.ns+`/workflows/`, l)
 	}
 	assert.Contains(t, lines[1]+lines[2], fmt.Sprintf(" %d ", mergeActions.Actions), "the MergeWal row shows its action count")
 
@@ -143,7 +143,7 @@ func TestHistoryAgainstTemporal(t *testing.T) {
 	}, 30*time.Second, 250*time.Millisecond)
 	code, out, _ = runCLI("history", "generic:none")
 	assert.Equal(t, cli.ExitOK, code)
-	assert.Equal(t, "No MergeWal or CompactBase runs of generic:none on record in namespace default.\n", out)
+	assert.Equal(t, "No MergeWal or CompactBase runs of generic:none on record in namespace "+tn.ns+".\n", out)
 
 	// dev's console summary over the same server and storage.
 	sdb, err := openStorage(t.Context(), storage, "walkeeper-dev-console", zaptest.NewLogger(t), store.DefaultOptions())
@@ -159,7 +159,7 @@ func TestHistoryAgainstTemporal(t *testing.T) {
 	// register the ones this server lacks, as a worker does, and have visibility parse each.
 	ctx := t.Context()
 	_, err = tc.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
-		Namespace: "default",
+		Namespace: tn.ns,
 		SearchAttributes: map[string]enumspb.IndexedValueType{
 			contract.WalTriggerName:        enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 			contract.WalPendingAtStartName: enumspb.INDEXED_VALUE_TYPE_INT,
@@ -172,14 +172,14 @@ func TestHistoryAgainstTemporal(t *testing.T) {
 	h := store.Target{Kind: store.KindGeneric, Name: "h"}
 	for _, v := range append(savedViews(nil, time.Minute, 100), savedViews(&h, 30*time.Second, 5)...) {
 		require.Eventually(t, func() bool {
-			_, err := tc.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Namespace: "default", Query: v.query})
+			_, err := tc.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Namespace: tn.ns, Query: v.query})
 			if err != nil {
 				t.Logf("%s: %v", v.query, err)
 			}
 			return err == nil
 		}, 20*time.Second, 500*time.Millisecond, "query of %q", v.name)
 	}
-	resp, err := tc.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Namespace: "default",
+	resp, err := tc.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Namespace: tn.ns,
 		Query: savedViews(&h, time.Minute, 100)[0].query})
 	require.NoError(t, err)
 	assert.EqualValues(t, 2, resp.GetCount(), "merges and compactions of generic:h")

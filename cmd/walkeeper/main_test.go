@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
-	"github.com/walkeeper/walkeeper/internal/cli"
+	"flag"
+	"log/slog"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -11,9 +13,49 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
 
+	"github.com/walkeeper/walkeeper/internal/cli"
 	"github.com/walkeeper/walkeeper/internal/testkit/testtemporal"
+	"github.com/walkeeper/walkeeper/internal/testkit/walkeeperproc"
+	"github.com/walkeeper/walkeeper/temporaladmin"
 )
+
+// suite is the one Temporal server of the package's tests that need one, each in a namespace
+// of its own, so that no test sees another's schedules or runs; each test starting its own dev
+// server cost the package about two seconds a test.
+var suite = testtemporal.NewSuite(testtemporal.SuiteOptions{Name: "cmd", Namespaces: 16, BinaryEnv: walkeeperproc.EnvBinary})
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	os.Exit(suite.Main(m))
+}
+
+// temporalNS is a test's namespace of the shared server and a client of it.
+type temporalNS struct {
+	hostPort, ns string
+	c            client.Client
+}
+
+// newTemporalNS hands t a namespace of the shared server; it skips t under -short.
+func newTemporalNS(t *testing.T) temporalNS {
+	t.Helper()
+	n := temporalNS{hostPort: suite.HostPort(), ns: suite.Namespace(t)}
+	opts, err := temporaladmin.Config{HostPort: n.hostPort, Namespace: n.ns}.ClientOptions(nil)
+	require.NoError(t, err)
+	opts.Logger = sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	n.c, err = client.Dial(opts)
+	require.NoError(t, err)
+	t.Cleanup(n.c.Close)
+	return n
+}
+
+// run runs walkeeper with args against the namespace.
+func (n temporalNS) run(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	return runCLI(t, append(args, "--temporal", n.hostPort, "--namespace", n.ns)...)
+}
 
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
@@ -149,10 +191,10 @@ func TestScheduleEnsureRefusesBadWindow(t *testing.T) {
 
 // TestCommandsAgainstTemporal drives the Temporal-facing commands against a real dev server.
 func TestCommandsAgainstTemporal(t *testing.T) {
-	hostPort, _ := testtemporal.Start(t)
+	tn := newTemporalNS(t)
 	runCLI := func(args ...string) string {
 		t.Helper()
-		code, out, errOut := runCLI(t, append(args, "--temporal", hostPort)...)
+		code, out, errOut := tn.run(t, args...)
 		require.Equal(t, cli.ExitOK, code, "walkeeper %s\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), out, errOut)
 		return out
 	}

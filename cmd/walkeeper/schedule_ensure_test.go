@@ -11,7 +11,6 @@ import (
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/cli"
-	"github.com/walkeeper/walkeeper/internal/testkit/testtemporal"
 	"github.com/walkeeper/walkeeper/temporaladmin"
 )
 
@@ -20,8 +19,8 @@ import (
 // --sweep-start-batch, --sweep-start-spacing), which it has no flags for: the deploy's ensure
 // job runs after the workers have ensured the schedule, and reset that input to the defaults.
 func TestScheduleEnsureKeepsTheWorkersSweepInput(t *testing.T) {
-	testtemporal.SkipShort(t)
-	hostPort, c := testtemporal.Start(t)
+	tn := newTemporalNS(t)
+	c := tn.c
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
@@ -30,7 +29,7 @@ func TestScheduleEnsureKeepsTheWorkersSweepInput(t *testing.T) {
 	require.NoError(t, temporaladmin.EnsureSweepSchedule(ctx, c, temporaladmin.SweepSchedule{
 		Every: time.Minute, Window: time.Hour, Jitter: temporaladmin.DefaultScheduleJitter, Input: workers}))
 
-	code, out, errOut := runCLI(t, "schedule", "ensure", "--every", "20s", "--window", "30m", "--temporal", hostPort)
+	code, out, errOut := tn.run(t, "schedule", "ensure", "--every", "20s", "--window", "30m")
 	require.Equal(t, cli.ExitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 
 	d, err := temporaladmin.DescribeSchedule(ctx, c, temporaladmin.SweepScheduleID)
@@ -45,7 +44,7 @@ func TestScheduleEnsureKeepsTheWorkersSweepInput(t *testing.T) {
 
 	// A schedule that does not exist yet is created with the defaults.
 	require.NoError(t, temporaladmin.DeleteSchedule(ctx, c, temporaladmin.SweepScheduleID))
-	code, out, errOut = runCLI(t, "schedule", "ensure", "--every", "1m", "--temporal", hostPort)
+	code, out, errOut = tn.run(t, "schedule", "ensure", "--every", "1m")
 	require.Equal(t, cli.ExitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 	d, err = temporaladmin.DescribeSchedule(ctx, c, temporaladmin.SweepScheduleID)
 	require.NoError(t, err)

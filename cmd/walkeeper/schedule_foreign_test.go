@@ -12,7 +12,6 @@ import (
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/cli"
-	"github.com/walkeeper/walkeeper/internal/testkit/testtemporal"
 	"github.com/walkeeper/walkeeper/temporaladmin"
 )
 
@@ -21,10 +20,10 @@ import (
 // resume` as if it were the sweep, until a worker ensured it again. Now neither triggers it:
 // exit 1 with one line naming what it starts, escaped, and `schedule ensure` restores it.
 func TestSweepScheduleEditedOutsideWalkeeperIsNotTriggered(t *testing.T) {
-	hostPort, c, ctx := scheduleTemporal(t)
+	tn, c, ctx := scheduleTemporal(t)
 	createPausedSchedule(ctx, t, c, temporaladmin.SweepScheduleID, &client.ScheduleWorkflowAction{ID: "x", Workflow: "Other\x1b[2J", TaskQueue: contract.TaskQueue})
 	sweepCLI := func(sub string) (int, string) {
-		code, out, errOut := runCLI(t, "schedule", sub, "--temporal", hostPort)
+		code, out, errOut := tn.run(t, "schedule", sub)
 		assert.Empty(t, out)
 		return code, errOut
 	}
@@ -50,9 +49,9 @@ func TestSweepScheduleEditedOutsideWalkeeperIsNotTriggered(t *testing.T) {
 	assert.Empty(t, d.Info.RunningWorkflows)
 
 	// The remedy the line names: ensure restores the action, and trigger works again.
-	code, out, errOut := runCLI(t, "schedule", "ensure", "--every", "1m", "--temporal", hostPort)
+	code, out, errOut := tn.run(t, "schedule", "ensure", "--every", "1m")
 	require.Equal(t, cli.ExitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
-	code, out, errOut = runCLI(t, "schedule", "trigger", "--temporal", hostPort)
+	code, out, errOut = tn.run(t, "schedule", "trigger")
 	require.Equal(t, cli.ExitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 	assert.Contains(t, out, "sweep-window-")
 }
@@ -62,11 +61,11 @@ func TestSweepScheduleEditedOutsideWalkeeperIsNotTriggered(t *testing.T) {
 // were a window. Now it is left running and named: the schedule is paused (or deleted) and
 // says so, exit 1, one line, escaped.
 func TestSweepSchedulePauseCancelsOnlyItsWindows(t *testing.T) {
-	hostPort, c, ctx := scheduleTemporal(t)
+	tn, c, ctx := scheduleTemporal(t)
 	running := sweepScheduleStartingAnotherType(ctx, t, c)
 	refused := "workflow " + running + ` is Other\x1b[2J, not SweepWindow: not canceled (started outside walkeeper?)`
 
-	code, out, errOut := runCLI(t, "schedule", "pause", "--temporal", hostPort)
+	code, out, errOut := tn.run(t, "schedule", "pause")
 	assert.Equal(t, cli.ExitFailure, code, errOut)
 	assert.Empty(t, out)
 	assert.Equal(t, "walkeeper: schedule walkeeper-sweep paused: "+refused+"\n", errOut)
@@ -87,7 +86,7 @@ func TestSweepSchedulePauseCancelsOnlyItsWindows(t *testing.T) {
 // it describes the schedule first and refuses another type or queue, exit 1, one line naming
 // it escaped, triggering nothing; walkeeper's own action is triggered as before.
 func TestTargetScheduleEditedOutsideWalkeeperIsNotTriggered(t *testing.T) {
-	hostPort, c, ctx := scheduleTemporal(t)
+	tn, c, ctx := scheduleTemporal(t)
 	id := "merge-wal-tick/generic/edited"
 	createPausedSchedule(ctx, t, c, id, &client.ScheduleWorkflowAction{ID: id, Workflow: "Other\x1b[2J", TaskQueue: contract.TaskQueue})
 	edit := func(workflow, queue string) {
@@ -95,7 +94,7 @@ func TestTargetScheduleEditedOutsideWalkeeperIsNotTriggered(t *testing.T) {
 			Args: []any{map[string]any{"target": "generic:edited"}}})
 	}
 	trigger := func() (int, string, string) {
-		return runCLI(t, "schedule", "trigger", "--target", "generic:edited", "--temporal", hostPort)
+		return tn.run(t, "schedule", "trigger", "--target", "generic:edited")
 	}
 	restore := "(edited outside walkeeper?): not triggered; `walkeeper schedule ensure --target generic:edited` restores its action\n"
 
@@ -128,12 +127,12 @@ func TestTargetScheduleEditedOutsideWalkeeperIsNotTriggered(t *testing.T) {
 // while edited got walkeeper-sweep-now. Now the workflow is described first and one that is
 // not the schedule's SweepWindow is not signaled: exit 1, one line naming it, escaped.
 func TestSweepTriggerSignalsOnlyItsWindows(t *testing.T) {
-	hostPort, c, ctx := scheduleTemporal(t)
+	tn, c, ctx := scheduleTemporal(t)
 	running := sweepScheduleStartingAnotherType(ctx, t, c)
 	// The action is walkeeper's again; the workflow it started while edited still runs.
 	setScheduleAction(ctx, t, c, temporaladmin.SweepScheduleID, &client.ScheduleWorkflowAction{ID: temporaladmin.SweepWorkflowID, Workflow: contract.SweepWindowWorkflow, TaskQueue: contract.TaskQueue})
 
-	code, out, errOut := runCLI(t, "schedule", "trigger", "--temporal", hostPort)
+	code, out, errOut := tn.run(t, "schedule", "trigger")
 	assert.Equal(t, cli.ExitFailure, code, errOut)
 	assert.Empty(t, out)
 	assert.Equal(t, "walkeeper: workflow "+running+` is Other\x1b[2J, not SweepWindow: not signaled (started outside walkeeper?)`+"\n", errOut)
@@ -150,7 +149,7 @@ func TestSweepTriggerSignalsOnlyItsWindows(t *testing.T) {
 // named, so a schedule edited to name another store merged that one as if it were T. Now the
 // input must name T: exit 1, one line naming the target found, escaped, triggering nothing.
 func TestTargetScheduleForAnotherTargetIsNotTriggered(t *testing.T) {
-	hostPort, c, ctx := scheduleTemporal(t)
+	tn, c, ctx := scheduleTemporal(t)
 	id := "merge-wal-tick/generic/asked"
 	restore := " (edited outside walkeeper?): not triggered; `walkeeper schedule ensure --target generic:asked` restores its action\n"
 	for _, tc := range []struct {
@@ -166,7 +165,7 @@ func TestTargetScheduleForAnotherTargetIsNotTriggered(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			createPausedSchedule(ctx, t, c, id, &client.ScheduleWorkflowAction{ID: id, Workflow: contract.MergeWalTickWorkflow, TaskQueue: contract.TaskQueue, Args: tc.args})
 			defer func() { require.NoError(t, temporaladmin.DeleteSchedule(context.WithoutCancel(ctx), c, id)) }()
-			code, out, errOut := runCLI(t, "schedule", "trigger", "--target", "generic:asked", "--temporal", hostPort)
+			code, out, errOut := tn.run(t, "schedule", "trigger", "--target", "generic:asked")
 			assert.Equal(t, cli.ExitFailure, code, errOut)
 			assert.Empty(t, out)
 			assert.Equal(t, "walkeeper: schedule "+id+" starts MergeWalTick for target "+tc.got+", not generic:asked"+restore, errOut)
@@ -198,16 +197,15 @@ func sweepScheduleStartingAnotherType(ctx context.Context, t *testing.T, c clien
 	return running
 }
 
-// scheduleTemporal starts a dev server for a test that edits schedules behind walkeeper's back,
+// scheduleTemporal is a namespace for a test that edits schedules behind walkeeper's back,
 // with a context that bounds the whole test.
-func scheduleTemporal(t *testing.T) (string, client.Client, context.Context) {
+func scheduleTemporal(t *testing.T) (temporalNS, client.Client, context.Context) {
 	t.Helper()
-	testtemporal.SkipShort(t)
+	tn := newTemporalNS(t)
 	noDev(t)
-	hostPort, c := testtemporal.Start(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	t.Cleanup(cancel)
-	return hostPort, c, ctx
+	return tn, tn.c, ctx
 }
 
 // createPausedSchedule creates schedule id with no spec, so that only a trigger starts

@@ -7,16 +7,14 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/walkeeper/walkeeper/internal/cli"
-	"github.com/walkeeper/walkeeper/internal/testkit/testtemporal"
 )
 
 // A schedule that does not exist is bad input said in one line that names it and how to
 // create it: describe, pause, resume and trigger printed Temporal's text about the schedule's
 // internal workflow ("workflow not found for ID: temporal-sys-scheduler:…") and exited 1.
 func TestScheduleThatDoesNotExistIsBadInput(t *testing.T) {
-	testtemporal.SkipShort(t)
+	tn := newTemporalNS(t) // a new namespace: no schedule exists yet
 	noDev(t)
-	hostPort, _ := testtemporal.Start(t) // a new server: no schedule exists yet
 	for _, tc := range []struct {
 		flags []string
 		want  string
@@ -27,8 +25,8 @@ func TestScheduleThatDoesNotExistIsBadInput(t *testing.T) {
 			"create it with: walkeeper schedule ensure --target generic:nope"},
 	} {
 		for _, sub := range []string{"describe", "pause", "resume", "trigger"} {
-			args := append([]string{"schedule", sub, "--temporal", hostPort}, tc.flags...)
-			code, out, errOut := runCLI(t, args...)
+			args := append([]string{"schedule", sub}, tc.flags...)
+			code, out, errOut := tn.run(t, args...)
 			assert.Equal(t, cli.ExitUsage, code, "walkeeper %s\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), out, errOut)
 			assert.Equal(t, tc.want+"\n", errOut, "walkeeper %s", strings.Join(args, " "))
 		}

@@ -13,7 +13,6 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/walkeeper/walkeeper/internal/cli"
-	"github.com/walkeeper/walkeeper/internal/testkit/testtemporal"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/temporaladmin"
 )
@@ -37,13 +36,12 @@ func rolloutStorage(t *testing.T, names ...string) string {
 // Now it checks --storage or $WALKEEPER_STORAGE and refuses a missing store, or no storage at
 // all, in one line with exit 2, before Temporal hears of it.
 func TestScheduleEnsureTargetChecksTheStoreOutsideDev(t *testing.T) {
-	testtemporal.SkipShort(t)
+	tn := newTemporalNS(t)
 	noDev(t)
 	t.Setenv("WALKEEPER_STORAGE", "")
-	hostPort, c := testtemporal.Start(t)
 	storage := rolloutStorage(t, "there")
 	ensure := func(args ...string) (int, string, string) {
-		return runCLI(t, append([]string{"schedule", "ensure", "--every", "1h", "--temporal", hostPort}, args...)...)
+		return tn.run(t, append([]string{"schedule", "ensure", "--every", "1h"}, args...)...)
 	}
 	const help = " (see 'walkeeper schedule ensure --help')\n"
 	missing := "walkeeper: store rollout:thre does not exist; create it with: curl -XPOST http://<worker>/api/v1/stores/rollout/thre\n"
@@ -69,7 +67,7 @@ func TestScheduleEnsureTargetChecksTheStoreOutsideDev(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	for _, id := range []string{"merge-wal-tick/rollout/thre", temporaladmin.SweepScheduleID} {
-		_, err := temporaladmin.DescribeSchedule(ctx, c, id)
+		_, err := temporaladmin.DescribeSchedule(ctx, tn.c, id)
 		assert.True(t, errors.As(err, new(*serviceerror.NotFound)), "schedule %s must not exist: %v", id, err)
 	}
 

@@ -13,15 +13,13 @@ import (
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/cli"
-	"github.com/walkeeper/walkeeper/internal/testkit/testtemporal"
 	"github.com/walkeeper/walkeeper/store"
 )
 
 // A workflow of another type under a store's merge ID, started by someone with namespace
 // access, is shown as what it is, not as the store's MergeWal, and is sent no status query.
 func TestFindingStatusNamesAnotherWorkflowUnderTheMergeID(t *testing.T) {
-	testtemporal.SkipShort(t)
-	_, c := testtemporal.Start(t)
+	c := newTemporalNS(t).c
 	ctx := context.Background()
 	tg := store.Target{Kind: store.KindGeneric, Name: "held"}
 	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: contract.MergeWalID(tg), TaskQueue: "nobody-polls"}, "Foo")
@@ -37,9 +35,9 @@ func TestFindingStatusNamesAnotherWorkflowUnderTheMergeID(t *testing.T) {
 // terminal clipped and with its control characters escaped: no escape sequence is sent, and
 // every table keeps one line per row.
 func TestFindingForeignTextIsClippedAndEscaped(t *testing.T) {
-	testtemporal.SkipShort(t)
+	tn := newTemporalNS(t)
+	c := tn.c
 	noDev(t)
-	hostPort, c := testtemporal.Start(t)
 	ctx := context.Background()
 	tg := store.Target{Kind: store.KindGeneric, Name: "hostile"}
 	hostile := strings.Repeat("A", 50_000) + "\x1b[31mred\nrow\t" + strings.Repeat("B", 50_000)
@@ -55,10 +53,10 @@ func TestFindingForeignTextIsClippedAndEscaped(t *testing.T) {
 
 	var history, status string
 	require.Eventually(t, func() bool {
-		code, out, errOut := runCLI(t, "history", tg.String(), "--temporal", hostPort)
+		code, out, errOut := tn.run(t, "history", tg.String())
 		require.Equal(t, cli.ExitOK, code, errOut)
 		history = out
-		code, out, errOut = runCLI(t, "status", "--temporal", hostPort)
+		code, out, errOut = tn.run(t, "status")
 		require.Equal(t, cli.ExitOK, code, errOut)
 		status = out
 		return strings.Contains(history, contract.MergeWalWorkflow) && strings.Contains(status, "Running workflows (2)")

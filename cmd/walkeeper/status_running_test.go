@@ -11,7 +11,6 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/walkeeper/walkeeper/contract"
-	"github.com/walkeeper/walkeeper/internal/testkit/testtemporal"
 	"github.com/walkeeper/walkeeper/store"
 )
 
@@ -19,8 +18,7 @@ import (
 // finds the running runs of stores in every chunk (a real server's visibility parses each
 // query).
 func TestRunningOfFindsRunsInEveryChunk(t *testing.T) {
-	testtemporal.SkipShort(t)
-	_, c := testtemporal.Start(t)
+	c := newTemporalNS(t).c
 	ctx := context.Background()
 	stores := make([]store.StoreInfo, 2*runningOfChunk+50)
 	for i := range stores {

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/walkeeper/walkeeper/target"
@@ -57,6 +58,14 @@ func testCodec(t testing.TB, k target.Kind) *Codec {
 		t.Fatalf("NewCodec(%s): %v", k, err)
 	}
 	return c
+}
+
+// assertErr checks, without stopping the test, that err wraps class and mentions want.
+func assertErr(t *testing.T, err, class error, want string, msgAndArgs ...any) {
+	t.Helper()
+	if assert.ErrorIs(t, err, class, msgAndArgs...) {
+		assert.ErrorContains(t, err, want, msgAndArgs...)
+	}
 }
 
 // buildChecked builds rows into a record that CheckRecord accepts and returns it, for the
@@ -125,9 +134,8 @@ func TestNewCodec(t *testing.T) {
 		k target.Kind
 		s Schema
 	}{{target.KindGeneric, Schema{}}, {"bogus", allTypesSchema()}, {target.KindRollout, allTypesSchema()}, {target.KindGeneric, Schema{Fields: []Field{{Name: "x", Type: TypeString}}}}} {
-		if _, err := NewCodec(bad.k, bad.s); !errors.Is(err, ErrInvalidInput) {
-			t.Errorf("NewCodec(%s, %v) = %v, want ErrInvalidInput", bad.k, bad.s, err)
-		}
+		_, err := NewCodec(bad.k, bad.s)
+		assert.ErrorIs(t, err, ErrInvalidInput, "NewCodec(%s, %v)", bad.k, bad.s)
 	}
 }
 
@@ -319,9 +327,7 @@ func TestDecodeJSONRowSize(t *testing.T) {
 		t.Errorf("no limit: %v", err)
 	}
 	_, err := c.DecodeJSON([]byte(body), len(row)-1)
-	if !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), "row 0: 19 bytes of JSON, larger than the limit of 18 bytes") {
-		t.Errorf("row over the limit: %v", err)
-	}
+	assertErr(t, err, ErrInvalidInput, "row 0: 19 bytes of JSON, larger than the limit of 18 bytes")
 }
 
 // roundTripCase is a JSON body, the rows it must decode to (as RowJSON renders them).
@@ -459,9 +465,7 @@ func TestDatagenEventID(t *testing.T) {
 		t.Errorf("DecodeObjects: %v %v", orows, err)
 	}
 	_, err = c.DecodeObjects([]map[string]any{{"event_id": DatagenEventID("item", "ckpt", 2), "item_id": "item", "checkpoint": "ckpt", "ordinal": 1}}, 0)
-	if !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), "does not match") {
-		t.Errorf("mismatch via DecodeObjects: %v", err)
-	}
+	assertErr(t, err, ErrInvalidInput, "does not match", "mismatch via DecodeObjects")
 }
 
 func TestDecodeObjects(t *testing.T) {
@@ -514,9 +518,7 @@ func TestDecodeObjects(t *testing.T) {
 	}
 	for _, b := range bad {
 		_, err := c.DecodeObjects([]map[string]any{b.obj}, b.max)
-		if !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), b.want) {
-			t.Errorf("%s: %v, want ErrInvalidInput mentioning %q", b.name, err, b.want)
-		}
+		assertErr(t, err, ErrInvalidInput, b.want, b.name)
 	}
 }
 
@@ -584,9 +586,7 @@ func TestBuildErrors(t *testing.T) {
 			t.Errorf("%s: Build succeeded", tc.name)
 			continue
 		}
-		if !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: %v, want ErrInvalidInput mentioning %q", tc.name, err, tc.want)
-		}
+		assertErr(t, err, ErrInvalidInput, tc.want, tc.name)
 	}
 	// Zero rows make an empty record; a nil allocator means the default one.
 	rec, err := c.Build(nil, nil, nil, "s", nil)
@@ -618,33 +618,24 @@ func TestCheckRecordAndView(t *testing.T) {
 	}
 	rec, _ := buildChecked(t, c, mem, rows, []int64{1, 2}, "s", []bool{false, true})
 	defer rec.Release()
-	if err := c.CheckRecord(nil); !errors.Is(err, ErrCorrupt) {
-		t.Errorf("CheckRecord(nil) = %v", err)
-	}
-	if _, err := c.View(nil); !errors.Is(err, ErrCorrupt) {
-		t.Errorf("View(nil) = %v", err)
-	}
+	assert.ErrorIs(t, c.CheckRecord(nil), ErrCorrupt, "CheckRecord(nil)")
+	_, err = c.View(nil)
+	assert.ErrorIs(t, err, ErrCorrupt, "View(nil)")
 
 	// Another kind's codec refuses the record.
 	for _, k := range []target.Kind{target.KindGeneric, target.KindDatagen} {
-		if err := testCodec(t, k).CheckRecord(rec); !errors.Is(err, ErrCorrupt) {
-			t.Errorf("%s codec accepted a rollout record: %v", k, err)
-		}
+		assert.ErrorIs(t, testCodec(t, k).CheckRecord(rec), ErrCorrupt, "%s codec on a rollout record", k)
 	}
 	// Same fields, other kind in the metadata.
 	sameFieldsOtherKind := arrow.NewMetadata([]string{MetadataKind}, []string{"generic"})
 	cols := rec.Columns()
 	other := recordOf(c.ArrowSchema().Fields(), cols, &sameFieldsOtherKind)
 	defer other.Release()
-	if err := c.CheckRecord(other); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), `kind "generic"`) {
-		t.Errorf("other kind metadata: %v", err)
-	}
+	assertErr(t, c.CheckRecord(other), ErrCorrupt, `kind "generic"`, "other kind metadata")
 	// No metadata at all is fine (only fields are compared).
 	plain := recordOf(c.ArrowSchema().Fields(), cols, nil)
 	defer plain.Release()
-	if err := c.CheckRecord(plain); err != nil {
-		t.Errorf("record without metadata: %v", err)
-	}
+	assert.NoError(t, c.CheckRecord(plain), "record without metadata")
 
 	// A projection to the key and system columns is viewable but not a full record.
 	n := len(c.Schema().Fields)
@@ -657,24 +648,18 @@ func TestCheckRecordAndView(t *testing.T) {
 	}
 	projected := recordOf(pf, pc, nil)
 	defer projected.Release()
-	if err := c.CheckRecord(projected); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "column 1") {
-		t.Errorf("projected CheckRecord: %v", err)
-	}
+	assertErr(t, c.CheckRecord(projected), ErrCorrupt, "column 1", "projected CheckRecord")
 	v, err := c.View(projected)
 	if err != nil || v.Len() != 2 || v.Key(1) != "b" || !v.Deleted(1) || v.Seq(0) != 1 {
 		t.Errorf("projected view: %v", err)
 	}
 
 	// Missing, mistyped and null system columns are corrupt.
-	seqB := array.NewInt64Builder(mem)
-	seqB.AppendValues([]int64{1, 2}, []bool{true, false})
-	nullSeq := seqB.NewArray()
-	seqB.Release()
-	f32B := array.NewFloat64Builder(mem)
-	f32B.AppendValues([]float64{1, 2}, nil)
-	floatSeq := f32B.NewArray()
-	f32B.Release()
+	nullSeq, _, err := array.FromJSON(mem, arrow.PrimitiveTypes.Int64, strings.NewReader(`[1, null]`))
+	require.NoError(t, err)
 	defer nullSeq.Release()
+	floatSeq, _, err := array.FromJSON(mem, arrow.PrimitiveTypes.Float64, strings.NewReader(`[1, 2]`))
+	require.NoError(t, err)
 	defer floatSeq.Release()
 	bad := []struct {
 		name  string
@@ -692,9 +677,8 @@ func TestCheckRecordAndView(t *testing.T) {
 		cs := append([]arrow.Array(nil), pc...)
 		cs[1] = b.col
 		r := recordOf(fs, cs, nil)
-		if _, err := c.View(r); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), b.want) {
-			t.Errorf("%s: View = %v, want ErrCorrupt mentioning %q", b.name, err, b.want)
-		}
+		_, err := c.View(r)
+		assertErr(t, err, ErrCorrupt, b.want, b.name)
 		r.Release()
 	}
 	// A null in a non-null system column of a full record.
@@ -702,9 +686,7 @@ func TestCheckRecordAndView(t *testing.T) {
 	full[n] = nullSeq
 	nulls := recordOf(c.ArrowSchema().Fields(), full, nil)
 	defer nulls.Release()
-	if err := c.CheckRecord(nulls); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "nulls") {
-		t.Errorf("null _seq: %v", err)
-	}
+	assertErr(t, c.CheckRecord(nulls), ErrCorrupt, "nulls", "null _seq")
 }
 
 func rowsEqual(a, b []Row) bool {

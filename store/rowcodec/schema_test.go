@@ -172,14 +172,7 @@ func TestValidateSchema(t *testing.T) {
 		{"unknown kind", "bogus", gen(id), "unknown store kind"},
 	}
 	for _, c := range invalid {
-		err := ValidateSchema(c.k, c.s)
-		if !errors.Is(err, ErrInvalidInput) {
-			t.Errorf("%s: ValidateSchema = %v, want ErrInvalidInput", c.name, err)
-			continue
-		}
-		if !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: ValidateSchema = %q, want it to mention %s", c.name, err, c.want)
-		}
+		assertErr(t, ValidateSchema(c.k, c.s), ErrInvalidInput, c.want, c.name)
 	}
 }
 

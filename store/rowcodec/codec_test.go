@@ -417,18 +417,12 @@ func requireRowJSONDecodesBack(t testing.TB, c *Codec, rec arrow.RecordBatch, vi
 
 func TestDatagenEventID(t *testing.T) {
 	a := DatagenEventID("item", "ckpt", 1)
-	if a != DatagenEventID("item", "ckpt", 1) {
-		t.Fatal("not deterministic")
-	}
+	require.Equal(t, a, DatagenEventID("item", "ckpt", 1), "deterministic")
 	// Pinned (cross-checked with Python uuid.uuid5): stored keys depend on it.
-	if want := "3789269a-c7da-5cc3-b20f-2b4624eae8aa"; a != want {
-		t.Errorf("DatagenEventID(item, ckpt, 1) = %q, pinned %q", a, want)
-	}
+	require.Equal(t, "3789269a-c7da-5cc3-b20f-2b4624eae8aa", a)
 	for _, other := range []string{DatagenEventID("item", "ckpt", 2), DatagenEventID("item", "ckpt2", 1), DatagenEventID("item2", "ckpt", 1),
 		DatagenEventID("itemc", "kpt", 1), DatagenEventID("item", "ckpt", -1)} {
-		if other == a {
-			t.Errorf("collision: %s", other)
-		}
+		assert.NotEqual(t, a, other, "collision")
 	}
 	c := testCodec(t, target.KindDatagen)
 	// A retried append of the same item/checkpoint/ordinal derives the same key, whatever
@@ -439,15 +433,9 @@ func TestDatagenEventID(t *testing.T) {
 		{"item_id":"item","checkpoint":"ckpt","ordinal":2},
 		{"event_id":"`+a+`","item_id":"item","checkpoint":"ckpt","ordinal":1}
 	]`), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rows[0].Key != a || rows[1].Key != a || rows[3].Key != a || rows[2].Key == a {
-		t.Errorf("keys %q %q %q %q", rows[0].Key, rows[1].Key, rows[2].Key, rows[3].Key)
-	}
-	if rows[0].Values[c.KeyIndex()] != a {
-		t.Errorf("event_id value %v", rows[0].Values[c.KeyIndex()])
-	}
+	require.NoError(t, err)
+	assert.Equal(t, []string{a, a, DatagenEventID("item", "ckpt", 2), a}, []string{rows[0].Key, rows[1].Key, rows[2].Key, rows[3].Key})
+	assert.Equal(t, a, rows[0].Values[c.KeyIndex()], "event_id value")
 	_, err = c.DecodeObjects([]map[string]any{{"event_id": DatagenEventID("item", "ckpt", 2), "item_id": "item", "checkpoint": "ckpt", "ordinal": 1}}, 0)
 	assertErr(t, err, ErrInvalidInput, "does not match", "mismatch via DecodeObjects")
 }
@@ -521,16 +509,8 @@ func TestBuildTombstones(t *testing.T) {
 	if v.Len() != 3 || v.Deleted(0) || !v.Deleted(1) || !v.Deleted(2) || v.Key(1) != "gone" || v.Seq(2) != 7 || v.Shard(1) != "s1" {
 		t.Errorf("view: len %d, deleted %t %t %t", v.Len(), v.Deleted(0), v.Deleted(1), v.Deleted(2))
 	}
-	got := c.RowJSON(rec, 1)
-	for name, val := range got {
-		if name == "event_id" {
-			if val != "gone" {
-				t.Errorf("tombstone key %v", val)
-			}
-		} else if val != nil {
-			t.Errorf("tombstone field %s = %v", name, val)
-		}
-	}
+	assert.Equal(t, map[string]any{"event_id": "gone", "item_id": nil, "checkpoint": nil, "ordinal": nil, "payload": nil,
+		"label": nil, "score": nil, "created_at": nil}, c.RowJSON(rec, 1), "a tombstone row holds only its key")
 }
 
 func TestBuildErrors(t *testing.T) {
@@ -574,16 +554,12 @@ func TestBuildErrors(t *testing.T) {
 	}
 	// Zero rows make an empty record; a nil allocator means the default one.
 	rec, err := c.Build(nil, nil, nil, "s", nil)
-	if err != nil || rec.NumRows() != 0 || c.CheckRecord(rec) != nil {
-		t.Fatalf("empty build: %v", err)
-	}
-	if c.RowJSON(rec, 0) != nil {
-		t.Error("out-of-range helpers must return zero values")
-	}
-	rec.Release()
-	if c.RowJSON(nil, 0) != nil {
-		t.Error("nil record helpers must return zero values")
-	}
+	require.NoError(t, err)
+	defer rec.Release()
+	require.Zero(t, rec.NumRows())
+	require.NoError(t, c.CheckRecord(rec))
+	assert.Nil(t, c.RowJSON(rec, 0), "a row out of range")
+	assert.Nil(t, c.RowJSON(nil, 0), "a nil record")
 }
 
 // recordOf makes a record of the given fields from column arrays it holds its own

@@ -176,17 +176,31 @@ func TestHelpEverywhere(t *testing.T) {
 	assert.Contains(t, out, "Available Commands:")
 }
 
-func TestUnreachableTemporalExitsOne(t *testing.T) {
-	code, _, errOut := runCLI(t, "schedule", "describe", "--temporal", "127.0.0.1:1")
-	assert.Equal(t, cli.ExitFailure, code, errOut)
-	assert.Contains(t, errOut, "127.0.0.1:1")
-}
-
-// A sweep window that is not positive is a usage error, refused before anything is dialed.
-func TestScheduleEnsureRefusesBadWindow(t *testing.T) {
-	code, _, errOut := runCLI(t, "schedule", "ensure", "--window", "0", "--temporal", "127.0.0.1:1")
-	assert.Equal(t, cli.ExitUsage, code, errOut)
-	assert.Contains(t, errOut, "--window must be positive")
+// A knob a workflow, Temporal or the sweep's windows would refuse is a usage error naming the
+// flag, said before anything is dialed: with Temporal down it read "cannot reach Temporal"
+// (exit 1), and a per-target interval under a second was Temporal's own refusal (exit 1).
+func TestKnobsAreRefusedBeforeDialing(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"merge", "generic:a", "--max-generations", "-5"}, "--max-generations -5"},
+		{[]string{"merge", "generic:a", "--max-generations", "100001"}, "--max-generations 100001"},
+		{[]string{"merge", "generic:a", "--max-bytes", "5"}, "--max-bytes 5"},
+		{[]string{"merge", "generic:a", "--max-bytes", "-1"}, "--max-bytes -1"},
+		{[]string{"schedule", "ensure", "--target", "generic:a", "--every", "500ms"}, "--every 500ms"},
+		{[]string{"schedule", "ensure", "--every", "500ms"}, "--every 500ms"},
+		{[]string{"schedule", "ensure", "--every", "1m", "--window", "500ms"}, "--window 500ms"},
+		{[]string{"schedule", "ensure", "--every", "1m", "--window", "48h"}, "--window 48h0m0s"},
+		{[]string{"schedule", "ensure", "--window", "0"}, "--window must be positive"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, out, errOut := runCLI(t, append(tc.args, "--temporal", "127.0.0.1:1")...)
+			assert.Equal(t, cli.ExitUsage, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+			assert.Contains(t, errOut, tc.want)
+			assert.Equal(t, 1, strings.Count(errOut, "\n"), errOut)
+		})
+	}
 }
 
 // TestCommandsAgainstTemporal drives the Temporal-facing commands against a real dev server.

@@ -1,10 +1,10 @@
 package contract
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
 )
@@ -23,33 +23,21 @@ func jsonPayload(t *testing.T, v any) *commonpb.Payload {
 func TestDecodeInputPayload(t *testing.T) {
 	in := MergeWalInput{Target: "generic:gs", MaxPasses: 7, Trigger: "cli", TriggerReason: "x"}
 	var got, want MergeWalInput
-	if err := DecodeInputPayload(jsonPayload(t, in), false, &got); err != nil {
-		t.Fatal(err)
-	}
-	if err := converter.GetDefaultDataConverter().FromPayload(jsonPayload(t, in), &want); err != nil {
-		t.Fatal(err)
-	}
-	gb, _ := json.Marshal(got)
-	wb, _ := json.Marshal(want)
-	if string(gb) != string(wb) {
-		t.Errorf("decoded %s, the SDK decodes %s", gb, wb)
-	}
+	require.NoError(t, DecodeInputPayload(jsonPayload(t, in), false, &got))
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayload(jsonPayload(t, in), &want))
+	require.Equal(t, want, got, "what the SDK decodes")
 
 	var typed MergeWalInput
-	if err := DecodeInputPayload(&commonpb.Payload{Metadata: map[string][]byte{"encoding": []byte("json/plain")},
-		Data: []byte(`{"target":"generic:gs","max_passes":"5"}`)}, false, &typed); err != nil {
-		t.Fatal(err)
-	}
-	if err := typed.Validate(); err == nil || !strings.HasPrefix(err.Error(), "invalid input: max_passes: string") {
-		t.Errorf("a value of the wrong type: Validate says %v", err)
-	}
+	require.NoError(t, DecodeInputPayload(&commonpb.Payload{Metadata: map[string][]byte{"encoding": []byte("json/plain")},
+		Data: []byte(`{"target":"generic:gs","max_passes":"5"}`)}, false, &typed))
+	err := typed.Validate()
+	require.Error(t, err, "a value of the wrong type")
+	require.True(t, strings.HasPrefix(err.Error(), "invalid input: max_passes: string"), err.Error())
 
 	var none MergeWalInput
-	err := DecodeInputPayload(&commonpb.Payload{Metadata: map[string][]byte{"encoding": []byte(strings.Repeat("e", 10_000))}}, false, &none)
-	if err == nil || len(err.Error()) > 200 || !strings.HasPrefix(err.Error(), `invalid input: input: encoding "eee`) {
-		t.Errorf("a 10,000-byte encoding: %v", err)
-	}
-	if err := DecodeInputPayload(nil, false, &none); err != nil {
-		t.Errorf("no argument: %v", err)
-	}
+	err = DecodeInputPayload(&commonpb.Payload{Metadata: map[string][]byte{"encoding": []byte(strings.Repeat("e", 10_000))}}, false, &none)
+	require.Error(t, err, "a 10,000-byte encoding")
+	require.LessOrEqual(t, len(err.Error()), 200)
+	require.True(t, strings.HasPrefix(err.Error(), `invalid input: input: encoding "eee`), err.Error())
+	require.NoError(t, DecodeInputPayload(nil, false, &none), "no argument")
 }

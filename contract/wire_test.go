@@ -187,23 +187,14 @@ var (
 
 // historyEvent is the part of a `temporal workflow show --output json` event this test reads.
 type historyEvent struct {
-	EventID string `json:"eventId"`
-	Started *struct {
-		WorkflowType struct{ Name string } `json:"workflowType"`
-		Input        payloads              `json:"input"`
-	} `json:"workflowExecutionStartedEventAttributes"`
+	EventID   string         `json:"eventId"`
+	Started   *workflowStart `json:"workflowExecutionStartedEventAttributes"`
 	Completed *struct {
 		Result payloads `json:"result"`
 	} `json:"workflowExecutionCompletedEventAttributes"`
-	ContinuedAsNew *struct {
-		WorkflowType struct{ Name string } `json:"workflowType"`
-		Input        payloads              `json:"input"`
-	} `json:"workflowExecutionContinuedAsNewEventAttributes"`
-	Child *struct {
-		WorkflowType struct{ Name string } `json:"workflowType"`
-		Input        payloads              `json:"input"`
-	} `json:"startChildWorkflowExecutionInitiatedEventAttributes"`
-	Scheduled *struct {
+	ContinuedAsNew *workflowStart `json:"workflowExecutionContinuedAsNewEventAttributes"`
+	Child          *workflowStart `json:"startChildWorkflowExecutionInitiatedEventAttributes"`
+	Scheduled      *struct {
 		ActivityType struct{ Name string } `json:"activityType"`
 		Input        payloads              `json:"input"`
 	} `json:"activityTaskScheduledEventAttributes"`
@@ -211,6 +202,12 @@ type historyEvent struct {
 		ScheduledEventID string   `json:"scheduledEventId"`
 		Result           payloads `json:"result"`
 	} `json:"activityTaskCompletedEventAttributes"`
+}
+
+// workflowStart is the workflow and input of a start, a continue-as-new or a child's start.
+type workflowStart struct {
+	WorkflowType struct{ Name string } `json:"workflowType"`
+	Input        payloads              `json:"input"`
 }
 
 type payloads struct {

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -89,16 +88,12 @@ func decodeFuzzSeeds(t *testing.T) (gen, run []byte) {
 	t.Helper()
 	ctx := context.Background()
 	db, s := decodeFuzzStore(t, false)
-	sm, err := s.loadShard(ctx, db.Shard())
-	if err != nil || sm == nil || len(sm.Flushed) != 1 {
-		t.Fatalf("seed generation: %v %+v", err, sm)
-	}
+	sm := call(s.loadShard(ctx, db.Shard())).must(t)
+	require.Len(t, sm.Flushed, 1, "seed generation")
 	gen = getObject(t, db.bucket, sm.Flushed[0].Path)
 	call(s.MergeAll(ctx)).must(t)
-	base, err := s.loadBase(ctx)
-	if err != nil || len(base.Runs) != 1 {
-		t.Fatalf("seed run: %v %+v", err, base)
-	}
+	base := call(s.loadBase(ctx)).must(t)
+	require.Len(t, base.Runs, 1, "seed run")
 	run = getObject(t, db.bucket, base.Runs[0].Path)
 	return gen, run
 }
@@ -110,11 +105,9 @@ var strictDecode = os.Getenv("WALKEEPER_FUZZ_STRICT") == "1"
 
 func checkDecodeErr(t *testing.T, what string, err error) {
 	t.Helper()
-	if !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("%s: error of no known class: %v", what, err)
-	}
-	if strictDecode && strings.Contains(err.Error(), "runtime error") {
-		t.Fatalf("%s: recovered runtime panic: %v", what, err)
+	require.ErrorIs(t, err, ErrCorrupt, "%s: error of no known class", what)
+	if strictDecode {
+		require.NotContains(t, err.Error(), "runtime error", "%s: recovered runtime panic", what)
 	}
 }
 
@@ -159,9 +152,7 @@ func knownClass(err error) bool {
 // known class: errors are fine, panics and unclassified failures are not.
 func checkKnown(t *testing.T, what string, err error) {
 	t.Helper()
-	if !knownClass(err) {
-		t.Fatalf("%s: error of no known class: %v", what, err)
-	}
+	require.True(t, knownClass(err), "%s: error of no known class: %v", what, err)
 }
 
 // touchRecord reads every value of an accepted record the ways the store does: the typed
@@ -170,9 +161,7 @@ func touchRecord(t *testing.T, c *rowcodec.Codec, rec arrow.RecordBatch) {
 	t.Helper()
 	view, err := c.View(rec)
 	if err != nil {
-		if !errors.Is(err, ErrCorrupt) {
-			t.Fatalf("View: error of no known class: %v", err)
-		}
+		require.ErrorIs(t, err, ErrCorrupt, "View: error of no known class")
 		return
 	}
 	for i := 0; i < int(rec.NumRows()); i++ {
@@ -180,12 +169,10 @@ func touchRecord(t *testing.T, c *rowcodec.Codec, rec arrow.RecordBatch) {
 		_ = view.Seq(i)
 		_ = view.Shard(i)
 		_ = view.Deleted(i)
-		if _, err := c.RowAt(rec, i); err != nil && !errors.Is(err, ErrCorrupt) {
-			t.Fatalf("RowAt %d: error of no known class: %v", i, err)
+		if _, err := c.RowAt(rec, i); err != nil {
+			require.ErrorIs(t, err, ErrCorrupt, "RowAt %d: error of no known class", i)
 		}
-		if _, err := json.Marshal(c.RowJSON(rec, i)); err != nil {
-			t.Fatalf("RowJSON %d does not marshal: %v", i, err)
-		}
+		require.NoError(t, errOf(json.Marshal(c.RowJSON(rec, i))), "RowJSON %d does not marshal", i)
 	}
 }
 
@@ -224,10 +211,8 @@ func FuzzDecodeGeneration(f *testing.F) {
 		// The accepted bytes as the pending generation of a real store.
 		ctx := context.Background()
 		db, s := decodeFuzzStore(t, false)
-		sm, err := s.loadShard(ctx, db.Shard())
-		if err != nil || sm == nil || len(sm.Flushed) != 1 {
-			t.Fatalf("setup: %v", err)
-		}
+		sm := call(s.loadShard(ctx, db.Shard())).must(t)
+		require.Len(t, sm.Flushed, 1)
 		require.NoError(t, db.bucket.Put(ctx, sm.Flushed[0].Path, append([]byte(nil), data...)))
 		// Re-list it with the fuzzed bytes' checksum and a size that admits them, so the
 		// decoder (not the checksum or the size limit, which would refuse any change) is what
@@ -265,10 +250,8 @@ func FuzzDecodeRun(f *testing.F) {
 
 		// The accepted bytes as one of two base runs of a real store.
 		db, s := decodeFuzzStore(t, true)
-		base, err := s.loadBase(ctx)
-		if err != nil || len(base.Runs) != 2 {
-			t.Fatalf("setup: %v", err)
-		}
+		base := call(s.loadBase(ctx)).must(t)
+		require.Len(t, base.Runs, 2)
 		require.NoError(t, db.bucket.Put(ctx, base.Runs[0].Path, append([]byte(nil), data...)))
 		next := base.Next("fuzz") // re-listed with the fuzzed bytes' checksum, as above
 		next.Runs[0].Checksum = checksumOf(data)
@@ -290,9 +273,7 @@ func exerciseDecoded(t *testing.T, s *Store) {
 	checkKnown(t, "list", err)
 	if err == nil {
 		for _, r := range page.Rows {
-			if _, err := json.Marshal(r); err != nil {
-				t.Fatalf("listed row does not marshal: %v", err)
-			}
+			require.NoError(t, errOf(json.Marshal(r)), "listed row does not marshal")
 		}
 	}
 	checkKnown(t, "stats", errOf(s.Stats(ctx)))

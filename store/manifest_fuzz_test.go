@@ -2,12 +2,13 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // Fuzz targets for manifest decoding, because storage is not trusted: a base or shard manifest with any bytes in
@@ -29,11 +30,7 @@ func fuzzStore(t *testing.T, prefix string, sch Schema) (*DB, *Store) {
 	url := fmt.Sprintf("mem://%s-%d-%d", prefix, os.Getpid(), fuzzSeq.Add(1))
 	t.Cleanup(func() { dropMemBucket(url) })
 	db := openTestDB(t, url, "w1")
-	s, err := db.Create(context.Background(), Target{Kind: KindGeneric, Name: "fz"}, CreateOptions{Schema: &sch})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return db, s
+	return db, call(db.Create(context.Background(), Target{Kind: KindGeneric, Name: "fz"}, CreateOptions{Schema: &sch})).must(t)
 }
 
 // manifestFuzzStore is a generic store of a key and one number on a fresh bucket.
@@ -79,26 +76,17 @@ func FuzzBaseManifest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		db, s := manifestFuzzStore(t)
 		ctx := context.Background()
-		if err := db.bucket.Put(ctx, versionsPrefix(s.target)+versionName(1), raw); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, db.bucket.Put(ctx, versionsPrefix(s.target)+versionName(1), raw))
 		m, err := s.loadBase(ctx)
 		if err != nil {
-			if !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("loadBase: %v is not ErrCorrupt", err)
-			}
-		} else if m.Version != 1 || m.Watermarks == nil {
-			t.Fatalf("loadBase accepted %+v", m)
+			require.ErrorIs(t, err, ErrCorrupt)
 		} else {
+			require.True(t, m.Version == 1 && m.Watermarks != nil, "loadBase accepted %+v", m)
 			for sh, wm := range m.Watermarks {
-				if wm > maxCounter {
-					t.Fatalf("loadBase accepted watermark %d of %q", wm, sh)
-				}
+				require.LessOrEqual(t, wm, uint64(maxCounter), "loadBase accepted the watermark of %q", sh)
 			}
 			for _, r := range m.Runs {
-				if r.Bytes < 0 || r.Rows < 0 {
-					t.Fatalf("loadBase accepted run %+v", r)
-				}
+				require.True(t, r.Bytes >= 0 && r.Rows >= 0, "loadBase accepted run %+v", r)
 			}
 		}
 		exercise(t, s)
@@ -128,23 +116,16 @@ func FuzzShardManifest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		db, s := manifestFuzzStore(t)
 		ctx := context.Background()
-		if err := db.bucket.Put(ctx, shardManifestPrefix(s.target, shard)+versionName(1), raw); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, db.bucket.Put(ctx, shardManifestPrefix(s.target, shard)+versionName(1), raw))
 		m, err := s.loadShard(ctx, shard)
 		if err != nil {
-			if !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("loadShard: %v is not ErrCorrupt", err)
-			}
-		} else if m == nil || m.Version != 1 || m.Shard != shard {
-			t.Fatalf("loadShard accepted %+v", m)
-		} else if m.WriterEpoch > maxCounter || m.NextGeneration > maxCounter || m.ReplayAfter > maxCounter {
-			t.Fatalf("loadShard accepted counters out of range: %+v", m)
+			require.ErrorIs(t, err, ErrCorrupt)
 		} else {
+			require.True(t, m != nil && m.Version == 1 && m.Shard == shard, "loadShard accepted %+v", m)
+			require.True(t, m.WriterEpoch <= maxCounter && m.NextGeneration <= maxCounter && m.ReplayAfter <= maxCounter,
+				"loadShard accepted counters out of range: %+v", m)
 			for _, g := range m.Flushed {
-				if g.Gen > maxCounter || g.Bytes < 0 || g.Rows < 0 {
-					t.Fatalf("loadShard accepted generation %+v", g)
-				}
+				require.True(t, g.Gen <= maxCounter && g.Bytes >= 0 && g.Rows >= 0, "loadShard accepted generation %+v", g)
 			}
 		}
 		exercise(t, s)

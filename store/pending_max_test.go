@@ -135,9 +135,7 @@ func TestFindingPendingMaxHoldsAfterARemoteMerge(t *testing.T) {
 		require.False(t, flush(t, s).Sealed, "a seal stops at the limit")
 		mergeRemotely("seals")
 		require.True(t, flush(t, s).Sealed, "the remote merge made room: the flush seals what waited")
-		got, err := openGeneric(t, merger, "seals").Get(ctx, "waiting")
-		require.NoError(t, err, "sealed, so every process reads it")
-		require.Equal(t, int64(1), got["n"])
+		requireGetN(t, openGeneric(t, merger, "seals"), "waiting", 1, "sealed, so every process reads it")
 		require.Equal(t, 1, s.OwnPending())
 	})
 }

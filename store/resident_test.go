@@ -548,9 +548,7 @@ func TestFindingEvictionWhoseFinalSealFailsKeepsRowsReadable(t *testing.T) {
 	createGeneric(t, db, "other", false) // over the max: evicts "evicted", in this call
 	require.Equal(t, int32(2), step.Load(), "the late append ran inside the eviction")
 
-	got, err := openGeneric(t, db, "evicted").Get(ctx, "late")
-	require.NoError(t, err, "an acknowledged row is read in its own process")
-	require.Equal(t, int64(2), got["n"])
+	requireGetN(t, openGeneric(t, db, "evicted"), "late", 2, "an acknowledged row is read in its own process")
 
 	step.Store(0)
 	createGeneric(t, db, "third", false) // evicts the others: the dead writer's WAL is replayed and sealed first
@@ -575,9 +573,7 @@ func TestFindingEvictionAtPendingMaxKeepsUnsealedRows(t *testing.T) {
 	db.opts.PendingMax = 2              // then the limit is met: no seal may write it
 
 	createGeneric(t, db, "other", false) // over the max: tries to evict "held"
-	got, err := openGeneric(t, db, "held").Get(ctx, "waiting")
-	require.NoError(t, err, "an acknowledged row is read in its own process")
-	require.Equal(t, int64(1), got["n"])
+	requireGetN(t, openGeneric(t, db, "held"), "waiting", 1, "an acknowledged row is read in its own process")
 
 	merger := openGeneric(t, openTestDB(t, url, "m"), "held")
 	call(merger.MergeAll(ctx)).must(t)
@@ -648,9 +644,7 @@ func TestFindingReleaseDuringEvictionLeavesNoRowUnread(t *testing.T) {
 				return
 			}
 
-			got, err := openGeneric(t, db, "evicted").Get(ctx, "late")
-			require.NoError(t, err, "an acknowledged row is read in its own process")
-			require.Equal(t, int64(2), got["n"])
+			requireGetN(t, openGeneric(t, db, "evicted"), "late", 2, "an acknowledged row is read in its own process")
 			require.Equal(t, 1.0, evictions("failed"), "nobody replays the WAL: the store stays resident")
 
 			createGeneric(t, db, "third", false) // evicts the others: the dead writer's WAL is replayed and sealed first
@@ -680,9 +674,7 @@ func TestFindingReleaseBeforeEvictionAtPendingMaxIsNoticed(t *testing.T) {
 
 	createGeneric(t, db, "other", false) // over the max: tries to evict "held"
 	createGeneric(t, db, "third", false) // and again: this eviction claims the shard and replays "x"
-	got, err := openGeneric(t, db, "held").Get(ctx, "x")
-	require.NoError(t, err, "the released row is read by the shard's owner")
-	require.Equal(t, int64(7), got["n"])
+	requireGetN(t, openGeneric(t, db, "held"), "x", 7, "the released row is read by the shard's owner")
 }
 
 // TestFindingDeadWriterIsNotClaimedFromItsNewOwner: a writer fenced by a live process with the
@@ -741,9 +733,7 @@ func TestFindingSweeperReplaysAWALReleasedAtPendingMax(t *testing.T) {
 
 	require.True(t, held.HoldsOrphanedRows(), "the flush sweeper seals it")
 	flush(t, held)
-	got, err := held.Get(ctx, "x")
-	require.NoError(t, err, "the released row is read by the shard's owner")
-	require.Equal(t, int64(7), got["n"])
+	requireGetN(t, held, "x", 7, "the released row is read by the shard's owner")
 }
 
 // walSetAsideAtPendingMax builds store "held" on a new mem:// bucket: two generations and a WAL

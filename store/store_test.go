@@ -670,9 +670,7 @@ func TestSealOnAppendIsVisibleEverywhereAndSurvivesReopen(t *testing.T) {
 	require.True(t, s.meta.SealOnAppend, "seal mode is persisted")
 	appendRows(t, s, row("a", 1))
 	other := openGeneric(t, openTestDB(t, url, "reader"), "sealed")
-	got, err := other.Get(ctx, "a")
-	require.NoError(t, err, "seal-on-append rows are visible to every reader on return")
-	require.EqualValues(t, 1, toInt64(got["n"]))
+	requireGetN(t, other, "a", 1, "seal-on-append rows are visible to every reader on return")
 
 	// Datagen always seals on append.
 	dg, err := db2.Create(ctx, Target{Kind: KindDatagen, Name: "dg"}, CreateOptions{})
@@ -948,6 +946,14 @@ func (c called[T]) must(t testing.TB) T {
 	t.Helper()
 	require.NoError(t, c.err)
 	return c.v
+}
+
+// requireGetN requires that s reads key, with n = want.
+func requireGetN(t *testing.T, s *Store, key string, want int64, msgAndArgs ...any) {
+	t.Helper()
+	got, err := s.Get(context.Background(), key)
+	require.NoError(t, err, msgAndArgs...)
+	require.EqualValues(t, want, toInt64(got["n"]), msgAndArgs...)
 }
 
 // errOf is the error of a call whose other result the test does not look at.

@@ -309,13 +309,11 @@ func TestDecodeJSONRowSize(t *testing.T) {
 	c := testCodec(t, target.KindGeneric)
 	row := `{"id":"a", "req":1}` // 19 bytes, inner whitespace counts
 	body := "[  " + row + "  ,\n" + row + "\n]"
-	if _, err := c.DecodeJSON([]byte(body), len(row)); err != nil {
-		t.Errorf("row of exactly the limit refused: %v", err)
-	}
-	if _, err := c.DecodeJSON([]byte(body), 0); err != nil {
-		t.Errorf("no limit: %v", err)
-	}
-	_, err := c.DecodeJSON([]byte(body), len(row)-1)
+	_, err := c.DecodeJSON([]byte(body), len(row))
+	assert.NoError(t, err, "a row of exactly the limit")
+	_, err = c.DecodeJSON([]byte(body), 0)
+	assert.NoError(t, err, "no limit")
+	_, err = c.DecodeJSON([]byte(body), len(row)-1)
 	assertErr(t, err, ErrInvalidInput, "row 0: 19 bytes of JSON, larger than the limit of 18 bytes")
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/stretchr/testify/assert"
 
 	"github.com/walkeeper/walkeeper/target"
 )
@@ -132,9 +133,7 @@ func TestValidateSchema(t *testing.T) {
 		{"datagen fixed", target.KindDatagen, DatagenSchema()},
 	}
 	for _, v := range valid {
-		if err := ValidateSchema(v.k, v.s); err != nil {
-			t.Errorf("%s: ValidateSchema = %v", v.name, err)
-		}
+		assert.NoError(t, ValidateSchema(v.k, v.s), v.name)
 	}
 
 	modRollout := RolloutSchema()

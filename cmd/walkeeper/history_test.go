@@ -68,14 +68,12 @@ func TestHistoryAgainstTemporal(t *testing.T) {
 		t.Helper()
 		return tn.run(t, args...)
 	}
-	code, out, errOut := runCLI("merge", "generic:h", "--wait", "--storage", storage)
-	require.Equal(t, cli.ExitOK, code, "%s%s", out, errOut)
-	code, out, errOut = runCLI("compact", "generic:h", "--wait", "--storage", storage)
-	require.Equal(t, cli.ExitOK, code, "%s%s", out, errOut)
+	tn.ok(t, "merge", "generic:h", "--wait", "--storage", storage)
+	tn.ok(t, "compact", "generic:h", "--wait", "--storage", storage)
 
 	// No storage known: no pre-check, so the workflow itself meets the missing store. Its
 	// failure chain is printed as one line: our context, then the innermost cause.
-	code, _, errOut = runCLI("merge", "generic:nope", "--wait", "--timeout", "90s")
+	code, _, errOut := runCLI("merge", "generic:nope", "--wait", "--timeout", "90s")
 	assert.Equal(t, cli.ExitFailure, code, errOut)
 	line := firstLine(errOut)
 	t.Logf("merge of a missing store, no pre-check: %s", line)
@@ -119,8 +117,7 @@ func TestHistoryAgainstTemporal(t *testing.T) {
 	assert.EqualValues(t, mergeActions.Actions, *types["MergeWal"].Actions)
 	assert.Nil(t, types["CompactBase"].Actions, "CompactBase does not count its actions")
 
-	code, out, errOut = runCLI("history", "generic:h", "--ui", ui)
-	require.Equal(t, cli.ExitOK, code, errOut)
+	out := tn.ok(t, "history", "generic:h", "--ui", ui)
 	t.Logf("walkeeper history generic:h:\n%s", out)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 3, out)
@@ -131,8 +128,7 @@ func TestHistoryAgainstTemporal(t *testing.T) {
 	assert.Contains(t, lines[1]+lines[2], fmt.Sprintf(" %d ", mergeActions.Actions), "the MergeWal row shows its action count")
 
 	// --limit reads no more than asked and says so.
-	code, out, _ = runCLI("history", "generic:h", "--limit", "1")
-	require.Equal(t, cli.ExitOK, code)
+	out = tn.ok(t, "history", "generic:h", "--limit", "1")
 	lines = strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 3, out)
 	assert.Equal(t, "(the newest 1 runs; --limit N for more)", lines[2])
@@ -141,9 +137,7 @@ func TestHistoryAgainstTemporal(t *testing.T) {
 		code, out, _ := runCLI("history", "generic:nope")
 		return code == cli.ExitOK && strings.Contains(out, "MergeWal") && strings.Contains(out, "Failed")
 	}, 30*time.Second, 250*time.Millisecond)
-	code, out, _ = runCLI("history", "generic:none")
-	assert.Equal(t, cli.ExitOK, code)
-	assert.Equal(t, "No MergeWal or CompactBase runs of generic:none on record in namespace "+tn.ns+".\n", out)
+	assert.Equal(t, "No MergeWal or CompactBase runs of generic:none on record in namespace "+tn.ns+".\n", tn.ok(t, "history", "generic:none"))
 
 	// dev's console summary over the same server and storage.
 	sdb, err := openStorage(t.Context(), storage, "walkeeper-dev-console", zaptest.NewLogger(t), store.DefaultOptions())

@@ -57,6 +57,14 @@ func (n temporalNS) run(t *testing.T, args ...string) (code int, stdout, stderr 
 	return runCLI(t, append(args, "--temporal", n.hostPort, "--namespace", n.ns)...)
 }
 
+// ok is run that requires exit 0, and returns stdout.
+func (n temporalNS) ok(t *testing.T, args ...string) string {
+	t.Helper()
+	code, out, errOut := n.run(t, args...)
+	require.Equal(t, cli.ExitOK, code, "walkeeper %s\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), out, errOut)
+	return out
+}
+
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -206,47 +214,40 @@ func TestKnobsAreRefusedBeforeDialing(t *testing.T) {
 // TestCommandsAgainstTemporal drives the Temporal-facing commands against a real dev server.
 func TestCommandsAgainstTemporal(t *testing.T) {
 	tn := newTemporalNS(t)
-	runCLI := func(args ...string) string {
-		t.Helper()
-		code, out, errOut := tn.run(t, args...)
-		require.Equal(t, cli.ExitOK, code, "walkeeper %s\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), out, errOut)
-		return out
-	}
-
-	out := runCLI("schedule", "ensure", "--every", "1m")
+	out := tn.ok(t, "schedule", "ensure", "--every", "1m")
 	assert.Contains(t, out, "walkeeper-sweep ensured: a sweep window every 1h0m0s, a round every 1m0s")
-	runCLI("schedule", "ensure", "--every", "20s", "--window", "30m")
-	out = runCLI("schedule", "describe")
+	tn.ok(t, "schedule", "ensure", "--every", "20s", "--window", "30m")
+	out = tn.ok(t, "schedule", "describe")
 	assert.Contains(t, out, "every 30m0s")
 	assert.Contains(t, out, "SweepWindow")
 	assert.Contains(t, out, "a round every 20s, windows of 30m0s")
 	assert.Contains(t, out, "BufferOne")
-	runCLI("schedule", "pause", "--note", "testing")
-	out = runCLI("schedule", "describe")
+	tn.ok(t, "schedule", "pause", "--note", "testing")
+	out = tn.ok(t, "schedule", "describe")
 	assert.Contains(t, out, "paused")
 	assert.Contains(t, out, "testing")
-	runCLI("schedule", "resume")
+	tn.ok(t, "schedule", "resume")
 	// The ensure (or the resume) started a window; no worker runs here, so it stays
 	// running and the trigger signals it.
-	assert.Contains(t, runCLI("schedule", "trigger"), "signaled sweep window sweep-window-")
+	assert.Contains(t, tn.ok(t, "schedule", "trigger"), "signaled sweep window sweep-window-")
 
-	runCLI("schedule", "ensure", "--target", "rollout:gs", "--every", "1h", "--storage", rolloutStorage(t, "gs"))
-	out = runCLI("schedule", "describe", "--target", "rollout:gs")
+	tn.ok(t, "schedule", "ensure", "--target", "rollout:gs", "--every", "1h", "--storage", rolloutStorage(t, "gs"))
+	out = tn.ok(t, "schedule", "describe", "--target", "rollout:gs")
 	assert.Contains(t, out, "merge-wal-tick/rollout/gs")
 	assert.Contains(t, out, "MergeWalTick")
 
 	// No worker runs in this test: the merge starts and stays running, and a second merge
 	// attaches to it (same workflow ID).
-	out = runCLI("merge", "generic:gs")
+	out = tn.ok(t, "merge", "generic:gs")
 	assert.Contains(t, out, "merge-wal/generic/gs")
 	first := runID(out)
-	out = runCLI("merge", "generic:gs")
+	out = tn.ok(t, "merge", "generic:gs")
 	assert.Equal(t, first, runID(out), "second merge must attach to the running one")
 
-	out = runCLI("status")
+	out = tn.ok(t, "status")
 	assert.Contains(t, out, "merge-wal/generic/gs")
 	assert.Contains(t, out, "generic:gs")
-	out = runCLI("status", "generic:gs")
+	out = tn.ok(t, "status", "generic:gs")
 	assert.Contains(t, out, "Running")
 	assert.Contains(t, out, "no worker is polling task queue walkeeper")
 	assert.Contains(t, out, "compact/generic/gs: no run on record")

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/walkeeper/walkeeper/contract"
-	"github.com/walkeeper/walkeeper/internal/cli"
 	"github.com/walkeeper/walkeeper/temporaladmin"
 )
 
@@ -28,8 +27,7 @@ func TestScheduleEnsureKeepsTheWorkersSweepInput(t *testing.T) {
 	require.NoError(t, temporaladmin.EnsureSweepSchedule(ctx, c, temporaladmin.SweepSchedule{
 		Every: time.Minute, Window: time.Hour, Jitter: temporaladmin.DefaultScheduleJitter, Input: workers}))
 
-	code, out, errOut := tn.run(t, "schedule", "ensure", "--every", "20s", "--window", "30m")
-	require.Equal(t, cli.ExitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	tn.ok(t, "schedule", "ensure", "--every", "20s", "--window", "30m")
 
 	d, err := temporaladmin.DescribeSchedule(ctx, c, temporaladmin.SweepScheduleID)
 	require.NoError(t, err)
@@ -43,8 +41,7 @@ func TestScheduleEnsureKeepsTheWorkersSweepInput(t *testing.T) {
 
 	// A schedule that does not exist yet is created with the defaults.
 	require.NoError(t, temporaladmin.DeleteSchedule(ctx, c, temporaladmin.SweepScheduleID))
-	code, out, errOut = tn.run(t, "schedule", "ensure", "--every", "1m")
-	require.Equal(t, cli.ExitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	tn.ok(t, "schedule", "ensure", "--every", "1m")
 	d, err = temporaladmin.DescribeSchedule(ctx, c, temporaladmin.SweepScheduleID)
 	require.NoError(t, err)
 	in, ok = temporaladmin.SweepWindowInputOf(d)

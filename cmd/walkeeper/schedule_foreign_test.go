@@ -49,11 +49,8 @@ func TestSweepScheduleEditedOutsideWalkeeperIsNotTriggered(t *testing.T) {
 	assert.Empty(t, d.Info.RunningWorkflows)
 
 	// The remedy the line names: ensure restores the action, and trigger works again.
-	code, out, errOut := tn.run(t, "schedule", "ensure", "--every", "1m")
-	require.Equal(t, cli.ExitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
-	code, out, errOut = tn.run(t, "schedule", "trigger")
-	require.Equal(t, cli.ExitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
-	assert.Contains(t, out, "sweep-window-")
+	tn.ok(t, "schedule", "ensure", "--every", "1m")
+	assert.Contains(t, tn.ok(t, "schedule", "trigger"), "sweep-window-")
 }
 
 // `schedule pause` (and temporaladmin.DeleteSchedule) canceled whatever ran under a window's

@@ -12,7 +12,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/walkeeper/walkeeper/contract"
-	"github.com/walkeeper/walkeeper/internal/cli"
 	"github.com/walkeeper/walkeeper/store"
 )
 
@@ -53,12 +52,7 @@ func TestFindingForeignTextIsClippedAndEscaped(t *testing.T) {
 
 	var history, status string
 	require.Eventually(t, func() bool {
-		code, out, errOut := tn.run(t, "history", tg.String())
-		require.Equal(t, cli.ExitOK, code, errOut)
-		history = out
-		code, out, errOut = tn.run(t, "status")
-		require.Equal(t, cli.ExitOK, code, errOut)
-		status = out
+		history, status = tn.ok(t, "history", tg.String()), tn.ok(t, "status")
 		return strings.Contains(history, contract.MergeWalWorkflow) && strings.Contains(status, "Running workflows (2)")
 	}, time.Minute, 100*time.Millisecond, "visibility lists the runs")
 	var held bytes.Buffer

@@ -65,6 +65,16 @@ func (n temporalNS) ok(t *testing.T, args ...string) string {
 	return out
 }
 
+// refused runs walkeeper with args against the namespace and asserts it exits code with
+// nothing on stdout and want, the whole of stderr.
+func (n temporalNS) refused(t *testing.T, code int, want string, args ...string) {
+	t.Helper()
+	got, out, errOut := n.run(t, args...)
+	assert.Equal(t, code, got, "walkeeper %s\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), out, errOut)
+	assert.Empty(t, out, "walkeeper %s", strings.Join(args, " "))
+	assert.Equal(t, want, errOut, "walkeeper %s", strings.Join(args, " "))
+}
+
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

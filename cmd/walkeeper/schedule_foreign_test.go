@@ -22,26 +22,15 @@ import (
 func TestSweepScheduleEditedOutsideWalkeeperIsNotTriggered(t *testing.T) {
 	tn, c, ctx := scheduleTemporal(t)
 	createPausedSchedule(ctx, t, c, temporaladmin.SweepScheduleID, &client.ScheduleWorkflowAction{ID: "x", Workflow: "Other\x1b[2J", TaskQueue: contract.TaskQueue})
-	sweepCLI := func(sub string) (int, string) {
-		code, out, errOut := tn.run(t, "schedule", sub)
-		assert.Empty(t, out)
-		return code, errOut
-	}
 	other := `schedule walkeeper-sweep starts workflow Other\x1b[2J on task queue walkeeper, not SweepWindow on walkeeper ` +
 		"(edited outside walkeeper?): not triggered; `walkeeper schedule ensure` restores its action\n"
 
-	code, errOut := sweepCLI("resume")
-	assert.Equal(t, cli.ExitFailure, code, errOut)
-	assert.Equal(t, "walkeeper: schedule walkeeper-sweep resumed: "+other, errOut)
-	code, errOut = sweepCLI("trigger")
-	assert.Equal(t, cli.ExitFailure, code, errOut)
-	assert.Equal(t, "walkeeper: "+other, errOut)
+	tn.refused(t, cli.ExitFailure, "walkeeper: schedule walkeeper-sweep resumed: "+other, "schedule", "resume")
+	tn.refused(t, cli.ExitFailure, "walkeeper: "+other, "schedule", "trigger")
 
 	setScheduleAction(ctx, t, c, temporaladmin.SweepScheduleID, &client.ScheduleWorkflowAction{ID: "x", Workflow: contract.SweepWindowWorkflow, TaskQueue: "elsewhere"})
-	code, errOut = sweepCLI("trigger")
-	assert.Equal(t, cli.ExitFailure, code, errOut)
-	assert.Equal(t, "walkeeper: schedule walkeeper-sweep starts workflow SweepWindow on task queue elsewhere, not SweepWindow "+
-		"on walkeeper (edited outside walkeeper?): not triggered; `walkeeper schedule ensure` restores its action\n", errOut)
+	tn.refused(t, cli.ExitFailure, "walkeeper: schedule walkeeper-sweep starts workflow SweepWindow on task queue elsewhere, not SweepWindow "+
+		"on walkeeper (edited outside walkeeper?): not triggered; `walkeeper schedule ensure` restores its action\n", "schedule", "trigger")
 
 	d, err := temporaladmin.DescribeSchedule(ctx, c, temporaladmin.SweepScheduleID)
 	require.NoError(t, err)
@@ -62,10 +51,7 @@ func TestSweepSchedulePauseCancelsOnlyItsWindows(t *testing.T) {
 	running := sweepScheduleStartingAnotherType(ctx, t, c)
 	refused := "workflow " + running + ` is Other\x1b[2J, not SweepWindow: not canceled (started outside walkeeper?)`
 
-	code, out, errOut := tn.run(t, "schedule", "pause")
-	assert.Equal(t, cli.ExitFailure, code, errOut)
-	assert.Empty(t, out)
-	assert.Equal(t, "walkeeper: schedule walkeeper-sweep paused: "+refused+"\n", errOut)
+	tn.refused(t, cli.ExitFailure, "walkeeper: schedule walkeeper-sweep paused: "+refused+"\n", "schedule", "pause")
 	d, err := temporaladmin.DescribeSchedule(ctx, c, temporaladmin.SweepScheduleID)
 	require.NoError(t, err)
 	assert.True(t, d.Schedule.State.Paused)
@@ -90,29 +76,20 @@ func TestTargetScheduleEditedOutsideWalkeeperIsNotTriggered(t *testing.T) {
 		setScheduleAction(ctx, t, c, id, &client.ScheduleWorkflowAction{ID: id, Workflow: workflow, TaskQueue: queue,
 			Args: []any{map[string]any{"target": "generic:edited"}}})
 	}
-	trigger := func() (int, string, string) {
-		return tn.run(t, "schedule", "trigger", "--target", "generic:edited")
-	}
+	trigger := []string{"schedule", "trigger", "--target", "generic:edited"}
 	restore := "(edited outside walkeeper?): not triggered; `walkeeper schedule ensure --target generic:edited` restores its action\n"
 
-	code, out, errOut := trigger()
-	assert.Equal(t, cli.ExitFailure, code, errOut)
-	assert.Empty(t, out)
-	assert.Equal(t, `walkeeper: schedule merge-wal-tick/generic/edited starts workflow Other\x1b[2J on task queue walkeeper, `+
-		"not MergeWalTick on walkeeper "+restore, errOut)
+	tn.refused(t, cli.ExitFailure, `walkeeper: schedule merge-wal-tick/generic/edited starts workflow Other\x1b[2J on task queue walkeeper, `+
+		"not MergeWalTick on walkeeper "+restore, trigger...)
 	edit(contract.MergeWalTickWorkflow, "elsewhere")
-	code, _, errOut = trigger()
-	assert.Equal(t, cli.ExitFailure, code, errOut)
-	assert.Equal(t, "walkeeper: schedule merge-wal-tick/generic/edited starts workflow MergeWalTick on task queue elsewhere, "+
-		"not MergeWalTick on walkeeper "+restore, errOut)
+	tn.refused(t, cli.ExitFailure, "walkeeper: schedule merge-wal-tick/generic/edited starts workflow MergeWalTick on task queue elsewhere, "+
+		"not MergeWalTick on walkeeper "+restore, trigger...)
 	d, err := temporaladmin.DescribeSchedule(ctx, c, id)
 	require.NoError(t, err)
 	assert.Zero(t, d.Info.NumActions, "nothing may have been started")
 
 	edit(contract.MergeWalTickWorkflow, contract.TaskQueue)
-	code, out, errOut = trigger()
-	require.Equal(t, cli.ExitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
-	assert.Equal(t, "schedule "+id+" triggered\n", out)
+	assert.Equal(t, "schedule "+id+" triggered\n", tn.ok(t, trigger...))
 	require.Eventually(t, func() bool {
 		d, err := temporaladmin.DescribeSchedule(ctx, c, id)
 		return err == nil && d.Info.NumActions == 1
@@ -129,10 +106,8 @@ func TestSweepTriggerSignalsOnlyItsWindows(t *testing.T) {
 	// The action is walkeeper's again; the workflow it started while edited still runs.
 	setScheduleAction(ctx, t, c, temporaladmin.SweepScheduleID, &client.ScheduleWorkflowAction{ID: temporaladmin.SweepWorkflowID, Workflow: contract.SweepWindowWorkflow, TaskQueue: contract.TaskQueue})
 
-	code, out, errOut := tn.run(t, "schedule", "trigger")
-	assert.Equal(t, cli.ExitFailure, code, errOut)
-	assert.Empty(t, out)
-	assert.Equal(t, "walkeeper: workflow "+running+` is Other\x1b[2J, not SweepWindow: not signaled (started outside walkeeper?)`+"\n", errOut)
+	tn.refused(t, cli.ExitFailure, "walkeeper: workflow "+running+` is Other\x1b[2J, not SweepWindow: not signaled (started outside walkeeper?)`+"\n",
+		"schedule", "trigger")
 	_, err := temporaladmin.SweepNow(ctx, c)
 	assert.ErrorIs(t, err, temporaladmin.ErrSweepWindowForeign)
 
@@ -162,10 +137,8 @@ func TestTargetScheduleForAnotherTargetIsNotTriggered(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			createPausedSchedule(ctx, t, c, id, &client.ScheduleWorkflowAction{ID: id, Workflow: contract.MergeWalTickWorkflow, TaskQueue: contract.TaskQueue, Args: tc.args})
 			defer func() { require.NoError(t, temporaladmin.DeleteSchedule(context.WithoutCancel(ctx), c, id)) }()
-			code, out, errOut := tn.run(t, "schedule", "trigger", "--target", "generic:asked")
-			assert.Equal(t, cli.ExitFailure, code, errOut)
-			assert.Empty(t, out)
-			assert.Equal(t, "walkeeper: schedule "+id+" starts MergeWalTick for target "+tc.got+", not generic:asked"+restore, errOut)
+			tn.refused(t, cli.ExitFailure, "walkeeper: schedule "+id+" starts MergeWalTick for target "+tc.got+", not generic:asked"+restore,
+				"schedule", "trigger", "--target", "generic:asked")
 			d, err := temporaladmin.DescribeSchedule(ctx, c, id)
 			require.NoError(t, err)
 			assert.Zero(t, d.Info.NumActions, "nothing may have been started")

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"strings"
 	"testing"
-
-	"github.com/stretchr/testify/assert"
 
 	"github.com/walkeeper/walkeeper/internal/cli"
 )
@@ -25,10 +22,7 @@ func TestScheduleThatDoesNotExistIsBadInput(t *testing.T) {
 			"create it with: walkeeper schedule ensure --target generic:nope"},
 	} {
 		for _, sub := range []string{"describe", "pause", "resume", "trigger"} {
-			args := append([]string{"schedule", sub}, tc.flags...)
-			code, out, errOut := tn.run(t, args...)
-			assert.Equal(t, cli.ExitUsage, code, "walkeeper %s\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), out, errOut)
-			assert.Equal(t, tc.want+"\n", errOut, "walkeeper %s", strings.Join(args, " "))
+			tn.refused(t, cli.ExitUsage, tc.want+"\n", append([]string{"schedule", sub}, tc.flags...)...)
 		}
 	}
 }

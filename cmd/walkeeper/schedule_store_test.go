@@ -40,9 +40,7 @@ func TestScheduleEnsureTargetChecksTheStoreOutsideDev(t *testing.T) {
 	noDev(t)
 	t.Setenv("WALKEEPER_STORAGE", "")
 	storage := rolloutStorage(t, "there")
-	ensure := func(args ...string) (int, string, string) {
-		return tn.run(t, append([]string{"schedule", "ensure", "--every", "1h"}, args...)...)
-	}
+	ensure := func(args ...string) []string { return append([]string{"schedule", "ensure", "--every", "1h"}, args...) }
 	const help = " (see 'walkeeper schedule ensure --help')\n"
 	missing := "walkeeper: store rollout:thre does not exist; create it with: curl -XPOST http://<worker>/api/v1/stores/rollout/thre\n"
 	for _, tc := range []struct {
@@ -59,9 +57,7 @@ func TestScheduleEnsureTargetChecksTheStoreOutsideDev(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("WALKEEPER_STORAGE", tc.env)
-			code, out, errOut := ensure(tc.args...)
-			assert.Equal(t, cli.ExitUsage, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
-			assert.Equal(t, tc.want, errOut)
+			tn.refused(t, cli.ExitUsage, tc.want, ensure(tc.args...)...)
 		})
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
@@ -72,11 +68,7 @@ func TestScheduleEnsureTargetChecksTheStoreOutsideDev(t *testing.T) {
 	}
 
 	// A store that exists gets its schedule, from the flag or the environment.
-	code, out, errOut := ensure("--target", "rollout:there", "--storage", storage)
-	require.Equal(t, cli.ExitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
-	assert.Equal(t, "schedule merge-wal-tick/rollout/there ensured: every 1h0m0s\n", out)
+	assert.Equal(t, "schedule merge-wal-tick/rollout/there ensured: every 1h0m0s\n", tn.ok(t, ensure("--target", "rollout:there", "--storage", storage)...))
 	t.Setenv("WALKEEPER_STORAGE", storage)
-	code, out, errOut = ensure("--target", "rollout:there")
-	require.Equal(t, cli.ExitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
-	assert.True(t, strings.HasPrefix(out, "schedule merge-wal-tick/rollout/there ensured"), out)
+	assert.True(t, strings.HasPrefix(tn.ok(t, ensure("--target", "rollout:there")...), "schedule merge-wal-tick/rollout/there ensured"))
 }

@@ -5,6 +5,9 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
+	"github.com/walkeeper/walkeeper/internal/testkit/testbin"
 	"github.com/walkeeper/walkeeper/worker"
 )
 
@@ -12,33 +15,17 @@ import (
 // free one (port 0, chosen when the worker listens), and a free port is kept as asked.
 func TestDevWorkerPortTakenIsReplaced(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer l.Close()
 	taken := l.Addr().(*net.TCPAddr).Port
-	g := &globalOptions{}
-	tc := worker.TemporalConfig{}
-
+	g, tc := &globalOptions{}, worker.TemporalConfig{}
 	cfg := devWorkerConfig(g, tc, "mem://", 0, &devOptions{httpPort: taken})
-	if _, port, _ := net.SplitHostPort(cfg.Listen); port != "0" {
-		t.Fatalf("worker port %d is taken, Listen = %q, want port 0 (a free one)", taken, cfg.Listen)
-	}
+	_, port, err := net.SplitHostPort(cfg.Listen)
+	require.NoError(t, err)
+	require.Equal(t, "0", port, "worker port %d is taken: want port 0 (a free one)", taken)
 
-	free := freeLocalPort(t)
+	free, err := testbin.FreePort()
+	require.NoError(t, err)
 	cfg = devWorkerConfig(g, tc, "mem://", 0, &devOptions{httpPort: free})
-	if want := net.JoinHostPort("127.0.0.1", strconv.Itoa(free)); cfg.Listen != want {
-		t.Fatalf("free port: Listen = %q, want %q", cfg.Listen, want)
-	}
-}
-
-func freeLocalPort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
-	return p
+	require.Equal(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(free)), cfg.Listen, "a free port is kept")
 }

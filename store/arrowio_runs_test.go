@@ -105,8 +105,7 @@ func TestRunBatchesStayWithinTheirWindow(t *testing.T) {
 // window must not wrap negative and let a read or compaction decode without reserving.
 func TestRunWindowOfAHugeFooterClaimDoesNotWrap(t *testing.T) {
 	ctx := context.Background()
-	db := openTestDB(t, newMemURL(), "w1")
-	s := createGeneric(t, db, "fw", false)
+	db, s := newGenericStore(t, newMemURL(), "fw")
 	rec, err := s.codec.Build(nil, []Row{row("a", 1), row("b", 2), row("c", 3), row("d", 4)}, []int64{1, 2, 3, 4}, db.Shard(), nil)
 	require.NoError(t, err)
 	var run bytes.Buffer

@@ -31,8 +31,7 @@ func TestCompactionMaxBytesFitsTheBudget(t *testing.T) {
 func TestCompactBaseReservesFromTheBudget(t *testing.T) {
 	ctx := context.Background()
 	budget := NewBudget(64 << 20)
-	db := openTestDB(t, "file://"+t.TempDir(), "w1", func(o *Options) { o.MergeMaxGenerations = 1; o.Budget = budget })
-	s := createGeneric(t, db, "compact", false)
+	_, s := newGenericStore(t, "file://"+t.TempDir(), "compact", func(o *Options) { o.MergeMaxGenerations = 1; o.Budget = budget })
 	for i := 0; i < 4; i++ {
 		seal(t, s, row("same", int64(i)), row(fmt.Sprintf("k%d", i), int64(i)))
 	}
@@ -61,8 +60,7 @@ func TestCompactBaseReservesFromTheBudget(t *testing.T) {
 func TestCompactBaseStreamsRunsInBatches(t *testing.T) {
 	ctx := context.Background()
 	budget := NewBudget(64 << 20)
-	db := openTestDB(t, "file://"+t.TempDir()+"?nosync=1", "w1", func(o *Options) { o.MergeMaxGenerations = 1; o.Budget = budget })
-	s := createGeneric(t, db, "batches", false)
+	db, s := newGenericStore(t, "file://"+t.TempDir()+"?nosync=1", "batches", func(o *Options) { o.MergeMaxGenerations = 1; o.Budget = budget })
 	pad := strings.Repeat("v", 180)
 	const rows = 12000
 	for g := 0; g < 3; g++ {
@@ -135,8 +133,7 @@ func TestCompactionCountsTheBuffersItsInputsOutgrew(t *testing.T) {
 	ctx := context.Background()
 	url := s3test.NoLengthBucketURL(t, "compactheld")
 	budget := NewBudget(64 << 20)
-	db := openTestDB(t, url, "w1", func(o *Options) { o.MergeMaxGenerations = 1; o.Budget = budget })
-	s := createGeneric(t, db, "compactheld", false)
+	_, s := newGenericStore(t, url, "compactheld", func(o *Options) { o.MergeMaxGenerations = 1; o.Budget = budget })
 	for g := 0; g < 3; g++ {
 		var rs []Row
 		for i := 0; i < 200; i++ {

@@ -74,8 +74,7 @@ func TestCompactionPastItsPublishWindowDoesNotPublish(t *testing.T) {
 	url := newMemURL()
 	var skew atomic.Int64
 	clock := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
-	db := openTestDB(t, url, "w1", func(o *Options) { o.Now = clock })
-	s := createGeneric(t, db, "slow", false)
+	db, s := newGenericStore(t, url, "slow", func(o *Options) { o.Now = clock })
 	sealRuns(t, s, 3)
 	before := call(s.loadBase(ctx)).must(t)
 
@@ -100,8 +99,7 @@ func TestCompactionPastItsPublishWindowDoesNotPublish(t *testing.T) {
 func TestAbandonedCompactionOutputsAreCollected(t *testing.T) {
 	ctx := context.Background()
 	url := newMemURL()
-	db := openTestDB(t, url, "w1")
-	s := createGeneric(t, db, "orphans", false)
+	db, s := newGenericStore(t, url, "orphans")
 	sealRuns(t, s, 2)
 
 	dead := openTestDB(t, url, "dead")

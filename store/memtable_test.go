@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -176,9 +175,7 @@ func TestMemIterIsASnapshot(t *testing.T) {
 	}
 	require.Equal(t, []string{"a=1", "c=1"}, got)
 	require.Equal(t, int64(2), call(s.Get(ctx, "c")).must(t)["n"])
-	if _, err := s.Get(ctx, "zz"); !errors.Is(err, ErrNotFound) {
-		t.Fatal(err)
-	}
+	require.ErrorIs(t, errOf(s.Get(ctx, "zz")), ErrNotFound)
 }
 
 func trees(ms ...*memtable) []*btree.BTreeG[*memEntry] {

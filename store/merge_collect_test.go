@@ -262,8 +262,7 @@ func TestCollectorsAreBoundedPerRound(t *testing.T) {
 // every clean-up does (docs/FORMAT.md, quarantined).
 func TestCollectorKeepsQuarantinedRuns(t *testing.T) {
 	ctx := context.Background()
-	db := openTestDB(t, newMemURL(), "w1")
-	s := createGeneric(t, db, "collectq", false)
+	db, s := newGenericStore(t, newMemURL(), "collectq")
 	seal(t, s, row("a", 1))
 	call(s.MergeAll(ctx)).must(t)
 	base := call(s.loadBase(ctx)).must(t)

@@ -74,8 +74,7 @@ func TestGatherRowsMatchesRowByRowCopy(t *testing.T) {
 func TestMergeReadsKeepThePrefixWhateverTheReadOrder(t *testing.T) {
 	ctx := context.Background()
 	budget := NewBudget(64 << 20)
-	db := openTestDB(t, "file://"+t.TempDir(), "w1", func(o *Options) { o.Budget = budget })
-	s := createGeneric(t, db, "order", false)
+	db, s := newGenericStore(t, "file://"+t.TempDir(), "order", func(o *Options) { o.Budget = budget })
 	pad := strings.Repeat("p", 1000)
 	for g := 0; g < 3; g++ {
 		var rs []Row

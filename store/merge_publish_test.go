@@ -88,6 +88,22 @@ func (f *roundFixture) commitAhead(t *testing.T, i int) {
 	require.NoError(t, errOf(commitOne(ctx, f.writers[i], other)))
 }
 
+// commitRoundCut commits ps through f's committer on a context cancelled as the first
+// successful operation cut picks ends: a heartbeat's cancellation arriving at that point.
+func (f *roundFixture) commitRoundCut(t *testing.T, ps []*PreparedMerge, cut func(op, key string) bool) RoundCommitResult {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f.faults.Store(&objstore.FaultFuncs{AfterFunc: func(op, key string, err error) error {
+		if err == nil && cut(op, key) {
+			cancel()
+		}
+		return err
+	}})
+	defer f.faults.Store(nil)
+	return call(f.committer.CommitRound(ctx, ps)).must(t)
+}
+
 func (f *roundFixture) prepareAll(t *testing.T, attempt string) []*PreparedMerge {
 	t.Helper()
 	var ps []*PreparedMerge
@@ -432,20 +448,11 @@ func TestRoundInputSize(t *testing.T) {
 // since a stopped workflow retries nothing, they waited for the shards' next Prepare. The
 // finish of a landed publish runs on a context of its own.
 func TestFindingRoundCommitCutAfterItsPublishStillFinishes(t *testing.T) {
-	ctx := context.Background()
 	f := newRoundFixture(t, newMemURL(), 2, 2)
 	ps := f.prepareAll(t, "merge-wal/generic/round/CommitRound/run")
-	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	f.faults.Store(&objstore.FaultFuncs{AfterFunc: func(op, key string, err error) error {
-		if op == objstore.OpPutIfAbsent && strings.Contains(key, "/_versions/") && err == nil {
-			cancel() // the heartbeat's cancellation arrives as the version lands
-		}
-		return err
-	}})
-	res, err := f.committer.CommitRound(cctx, ps)
-	f.faults.Store(nil)
-	require.NoError(t, err)
+	res := f.commitRoundCut(t, ps, func(op, key string) bool { // as the version lands
+		return op == objstore.OpPutIfAbsent && strings.Contains(key, "/_versions/")
+	})
 	require.NotZero(t, res.BaseVersion)
 	for _, p := range ps {
 		require.Empty(t, listedGens(t, f.committer, p.Shard), "shard %s is drained", p.Shard)
@@ -465,21 +472,11 @@ func TestFindingRoundCommitCutAfterItsClaimsStillPublishes(t *testing.T) {
 	ctx := context.Background()
 	f := newRoundFixture(t, newMemURL(), 2, 2)
 	ps := f.prepareAll(t, "merge-wal/generic/round/CommitRound/run")
-	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	var claimed atomic.Int32
-	f.faults.Store(&objstore.FaultFuncs{AfterFunc: func(op, key string, err error) error {
-		if op == objstore.OpPutIfAbsent && strings.Contains(key, "/attempts/") && err == nil && claimed.Add(1) == int32(len(ps)) {
-			cancel() // the heartbeat's cancellation arrives as the last claim lands
-		}
-		return err
-	}})
-	res, err := f.committer.CommitRound(cctx, ps)
-	f.faults.Store(nil)
-	require.NoError(t, err)
-	for _, sr := range res.Shards {
-		require.Equal(t, RoundCommitted, sr.Outcome, "shard %s", sr.Shard)
-	}
+	res := f.commitRoundCut(t, ps, func(op, key string) bool { // as the last claim lands
+		return op == objstore.OpPutIfAbsent && strings.Contains(key, "/attempts/") && claimed.Add(1) == int32(len(ps))
+	})
+	requireEveryShard(t, res, RoundCommitted, res.BaseVersion)
 	for _, p := range ps {
 		ab, err := f.committer.Abort(ctx, p)
 		require.NoError(t, err, "the cancelled run's Abort of shard %s", p.Shard)

@@ -85,8 +85,7 @@ func TestLateMergeStepsKeepAQuarantinedRun(t *testing.T) {
 	for _, late := range []string{"abort", "retried-commit"} {
 		t.Run(late, func(t *testing.T) {
 			ctx := context.Background()
-			db := openTestDB(t, newMemURL(), "w1")
-			s := createGeneric(t, db, "lq", false)
+			db, s := newGenericStore(t, newMemURL(), "lq")
 			seal(t, s, row("a", 1))
 			p := call(s.Prepare(ctx, PrepareParams{AttemptKey: "wf/lq"})).must(t)
 			call(s.CommitRound(ctx, []*PreparedMerge{p})).must(t)

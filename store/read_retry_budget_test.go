@@ -56,8 +56,7 @@ func TestRunDecodeRetryWaitsForTheBudgetAndCountsItsRefusal(t *testing.T) {
 func TestEveryBudgetRefusalOfAReadIsCountedOnce(t *testing.T) {
 	ctx := context.Background()
 	m := NewMetrics(prometheus.NewRegistry(), nil)
-	db := openTestDB(t, newMemURL(), "w1", func(o *Options) { o.Metrics = m })
-	s := createGeneric(t, db, "busycount", false)
+	_, s := newGenericStore(t, newMemURL(), "busycount", func(o *Options) { o.Metrics = m })
 	overdrawn := &memAccount{}
 	overdrawn.overdrawn.Store(1)
 	refusals := []error{

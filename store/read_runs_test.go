@@ -186,8 +186,7 @@ func TestFindingRunDecodedThroughTheCacheIsChargedItsRows(t *testing.T) {
 func TestCompressibleRunsFoundOneATimeStillRead(t *testing.T) {
 	ctx := context.Background()
 	url := "file://" + t.TempDir() + "?nosync=1"
-	db := openTestDB(t, url, "w1", func(o *Options) { o.CacheBytes = 8 << 20 })
-	s := createGeneric(t, db, "compressibles", false)
+	_, s := newGenericStore(t, url, "compressibles", func(o *Options) { o.CacheBytes = 8 << 20 })
 	const runs = 5
 	for r := 0; r < runs; r++ {
 		var rs []Row

@@ -160,8 +160,7 @@ func TestIdleStoreIsSealedEvictedAndReopened(t *testing.T) {
 	url := backends(t)["mem"]
 	clock := newFakeClock()
 	m := NewMetrics(prometheus.NewRegistry(), nil)
-	db := openTestDB(t, url, "w1", withClock(clock), withMetrics(m), func(o *Options) { o.ResidentIdle = time.Hour })
-	idle := createGeneric(t, db, "idle", false)
+	db, idle := newGenericStore(t, url, "idle", withClock(clock), withMetrics(m), func(o *Options) { o.ResidentIdle = time.Hour })
 	busy := createGeneric(t, db, "busy", false)
 	appendRows(t, idle, row("a", 1), row("b", 2))
 	appendRows(t, busy, row("x", 1))

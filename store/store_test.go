@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/walkeeper/walkeeper/store/objstore"
@@ -347,9 +348,7 @@ func TestPrepareDoesNotBlockOnReadLockButCommitWaits(t *testing.T) {
 	done := make(chan RoundShardResult, 1)
 	go func() {
 		res, err := commitOne(ctx, s, p)
-		if err != nil {
-			panic(err)
-		}
+		assert.NoError(t, err)
 		done <- res
 	}()
 	select {
@@ -642,10 +641,7 @@ func TestGroupCommitSharesWALObjects(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < per; i++ {
-				_, err := s.Append(ctx, []Row{row(fmt.Sprintf("w%d-%d", w, i), int64(i))})
-				if err != nil {
-					panic(err)
-				}
+				assert.NoError(t, errOf(s.Append(ctx, []Row{row(fmt.Sprintf("w%d-%d", w, i), int64(i))})))
 			}
 		}()
 	}
@@ -758,9 +754,7 @@ func TestConcurrentPreparesQueueOnOneBudget(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := s.MergeOnce(ctx, ""); err != nil {
-				panic(err)
-			}
+			assert.NoError(t, errOf(s.MergeOnce(ctx, "")))
 		}()
 	}
 	wg.Wait()

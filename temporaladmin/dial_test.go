@@ -26,31 +26,27 @@ func TestConfigTLS(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, o.ConnectionOptions.TLS)
 	assert.NotNil(t, o.Credentials)
-
-	// Cert without key is refused; missing files are reported.
-	_, err = temporaladmin.Config{TLSCert: "a.pem"}.ClientOptions(nil)
-	assert.Error(t, err)
-	_, err = temporaladmin.Config{TLSCA: filepath.Join(t.TempDir(), "missing.pem")}.ClientOptions(nil)
-	assert.Error(t, err)
-	bad := filepath.Join(t.TempDir(), "bad.pem")
-	require.NoError(t, os.WriteFile(bad, []byte("not pem"), 0o644))
-	_, err = temporaladmin.Config{TLSCA: bad, TLSServerName: "x"}.ClientOptions(nil)
-	assert.Error(t, err)
 }
 
-// A TLS file that is a FIFO, a device or larger than a certificate bundle is refused without
-// reading it: the read of a FIFO blocked until a writer came, and /dev/zero grew the process
-// without end.
+// A TLS configuration that cannot load is refused naming why: a cert without its key, a CA
+// file that is missing or holds no PEM, and a file that is a FIFO, a device or larger than a
+// certificate bundle, which is refused without reading it: the read of a FIFO blocked until a
+// writer came, and /dev/zero grew the process without end.
 func TestConfigTLSRefusesFilesThatAreNotCertificates(t *testing.T) {
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "ca.fifo")
 	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
 	huge := filepath.Join(dir, "huge.pem")
 	require.NoError(t, os.WriteFile(huge, bytes.Repeat([]byte("-"), temporaladmin.MaxPEMFileBytes+1), 0o600))
+	bad := filepath.Join(dir, "bad.pem")
+	require.NoError(t, os.WriteFile(bad, []byte("not pem"), 0o644))
 	for _, c := range []struct {
 		cfg  temporaladmin.Config
 		want string
 	}{
+		{temporaladmin.Config{TLSCert: "a.pem"}, "--temporal-tls-cert and --temporal-tls-key must be given together"},
+		{temporaladmin.Config{TLSCA: filepath.Join(dir, "missing.pem")}, "read CA: "},
+		{temporaladmin.Config{TLSCA: bad, TLSServerName: "x"}, "no PEM certificates in " + bad},
 		{temporaladmin.Config{TLSCA: fifo}, fifo + " is not a regular file"},
 		{temporaladmin.Config{TLSCA: "/dev/zero"}, "/dev/zero is not a regular file"},
 		{temporaladmin.Config{TLSCA: dir}, dir + " is not a regular file"},

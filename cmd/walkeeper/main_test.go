@@ -6,6 +6,7 @@ import (
 	"flag"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,9 +23,9 @@ import (
 	"github.com/walkeeper/walkeeper/temporaladmin"
 )
 
-// suite is the one Temporal server of the package's tests that need one, each in a namespace
-// of its own, so that no test sees another's schedules or runs; each test starting its own dev
-// server cost the package about two seconds a test.
+// suite is the Temporal server the package's tests share, started once by TestMain where each
+// test started its own; each test takes a namespace of its own (newTemporalNS), so that none
+// sees another's schedules or runs.
 var suite = testtemporal.NewSuite(testtemporal.SuiteOptions{Name: "cmd", Namespaces: 16, BinaryEnv: walkeeperproc.EnvBinary})
 
 func TestMain(m *testing.M) {
@@ -54,7 +55,7 @@ func newTemporalNS(t *testing.T) temporalNS {
 // run runs walkeeper with args against the namespace.
 func (n temporalNS) run(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	return runCLI(t, append(args, "--temporal", n.hostPort, "--namespace", n.ns)...)
+	return runCLI(t, append(slices.Clip(args), "--temporal", n.hostPort, "--namespace", n.ns)...)
 }
 
 // ok is run that requires exit 0, and returns stdout.

@@ -202,6 +202,8 @@ func TestCompactionCountsARunWithUnsortedKeys(t *testing.T) {
 // A merge of a generation whose manifest declares a size near the int64 limit leaves its
 // budget's accounting as it found it: a read buffer's size class must not wrap negative and
 // credit the budget bytes nobody freed, which would let the pool keep buffers without bound.
+// Where its file's read limit is past the int64 range, a read of it is ErrCorrupt too: the read
+// admission's estimate must not wrap negative and fail the read as the caller's invalid input.
 func TestHugeDeclaredGenerationSizeKeepsTheBudgetExact(t *testing.T) {
 	for _, declared := range []int64{math.MaxInt64, math.MaxInt64 - 10, 1<<62 + 3<<60 + 1, 1 << 62} {
 		t.Run(fmt.Sprint(declared), func(t *testing.T) {
@@ -217,6 +219,7 @@ func TestHugeDeclaredGenerationSizeKeepsTheBudgetExact(t *testing.T) {
 				// Its file's read limit is past the int64 range.
 				require.ErrorIs(t, err, ErrCorrupt)
 				require.Positive(t, testutil.ToFloat64(m2.CorruptObjects.WithLabelValues(string(KindGeneric))))
+				requireReadsCorrupt(t, url, "c")
 			} else {
 				// The lone oversized merge reads the small object the entry overstates.
 				require.NoError(t, err)
@@ -227,41 +230,21 @@ func TestHugeDeclaredGenerationSizeKeepsTheBudgetExact(t *testing.T) {
 	}
 }
 
-// A read under a read budget of an object whose manifest declares a size near the int64
-// limit is ErrCorrupt like any other wrong size: the admission's estimate must not
-// wrap negative and fail the read as the caller's invalid input.
-func TestHugeDeclaredSizeReadsAreCorrupt(t *testing.T) {
-	for _, declared := range []int64{math.MaxInt64, math.MaxInt64 - 10, 1<<61 + 1} {
-		t.Run(fmt.Sprint("run-", declared), func(t *testing.T) {
-			url := newMemURL()
-			_, s, _ := mergedStore(t, url)
-			editBase(t, s, func(b *manifest.Base) { b.Runs[0].Bytes = declared })
-			requireReadsCorrupt(t, url, "a")
-		})
-	}
-	for _, declared := range []int64{math.MaxInt64, math.MaxInt64 - 10} {
-		t.Run(fmt.Sprint("generation-", declared), func(t *testing.T) {
-			url := newMemURL()
-			_, s, _ := mergedStore(t, url)
-			editFlushed(t, s, func(g *manifest.Gen) { g.Bytes = declared })
-			requireReadsCorrupt(t, url, "c")
-		})
-	}
-}
-
-// A compaction over a run whose manifest declares a size near the int64 limit is ErrCorrupt
-// and gives its budget back: its reservation's estimate must not wrap negative and fail the
-// pass as invalid input.
-func TestHugeDeclaredRunSizeCompactionIsCorrupt(t *testing.T) {
+// A read or a compaction of a run whose manifest declares a size near the int64 limit is
+// ErrCorrupt, and the compaction gives its budget back: neither the read admission's estimate
+// nor the compaction's reservation may wrap negative and fail as invalid input.
+func TestHugeDeclaredRunSizeIsCorrupt(t *testing.T) {
 	for _, declared := range []int64{math.MaxInt64, math.MaxInt64 - 10, 1<<61 + 1} {
 		for _, budgeted := range []bool{false, true} {
 			t.Run(fmt.Sprint(declared, "-budget-", budgeted), func(t *testing.T) {
-				db, s, _ := mergedStore(t, newMemURL())
+				url := newMemURL()
+				db, s, _ := mergedStore(t, url)
 				budget := NewBudget(64 << 20)
 				if budgeted {
 					db.opts.Budget = budget
 				}
 				editBase(t, s, func(b *manifest.Base) { b.Runs[0].Bytes = declared })
+				requireReadsCorrupt(t, url, "a")
 				requireCompactCorrupt(t, s)
 				require.Zero(t, budget.Allocated())
 				require.Zero(t, budget.Reserved())

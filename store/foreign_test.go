@@ -75,6 +75,47 @@ func pageStores(t *testing.T, db *DB, kind Kind, limit int) []string {
 	}
 }
 
+// createTargets creates the stores name(j), j < count(i), of each kinds[i], and returns them
+// in the order a listing of kinds pages them.
+func createTargets(t *testing.T, db *DB, kinds []Kind, count func(i int) int, name func(j int) string) []Target {
+	t.Helper()
+	var out []Target
+	for i, k := range kinds {
+		for j := range count(i) {
+			tg := Target{Kind: k, Name: name(j)}
+			co := CreateOptions{}
+			if k == KindGeneric {
+				co.Schema = &testSchema
+			}
+			require.NoError(t, errOf(db.Create(context.Background(), tg, co)))
+			out = append(out, tg)
+		}
+	}
+	return out
+}
+
+// listEveryTarget pages through ListTargetsWith(o) from o.After on, checks each page with
+// check (full: a next page follows it), and returns every target listed, in order.
+func listEveryTarget(t *testing.T, db *DB, o TargetsOptions, check func(page TargetsPage, full bool)) []Target {
+	t.Helper()
+	var got []Target
+	for pages := 0; ; pages++ {
+		require.Less(t, pages, 40, "%+v: the listing does not end", o)
+		page := call(db.ListTargetsWith(context.Background(), o)).must(t)
+		require.NotEmpty(t, page.Stores, "%+v: a next page is given only when a store follows", o)
+		for _, s := range page.Stores {
+			got = append(got, s.Target)
+		}
+		full := page.Next != (Target{})
+		check(page, full)
+		if !full {
+			return got
+		}
+		require.Equal(t, page.Stores[len(page.Stores)-1].Target, page.Next)
+		o.After = page.Next
+	}
+}
+
 func TestRegistryListingSkipsForeignKeys(t *testing.T) {
 	for name, url := range backends(t) {
 		t.Run(name, func(t *testing.T) {
@@ -206,37 +247,14 @@ func TestListTargetsPagesAcrossKinds(t *testing.T) {
 	ctx := context.Background()
 	db := openTestDB(t, backends(t)["mem"], "w1")
 	kinds := []Kind{KindRollout, KindGeneric, KindDatagen}
-	var want []Target
-	for i, k := range kinds {
-		for j := range 3 + 2*i {
-			tg := Target{Kind: k, Name: fmt.Sprintf("s%02d", j)}
-			co := CreateOptions{}
-			if k == KindGeneric {
-				co.Schema = &testSchema
-			}
-			require.NoError(t, errOf(db.Create(ctx, tg, co)))
-			want = append(want, tg)
-		}
-	}
+	want := createTargets(t, db, kinds, func(i int) int { return 3 + 2*i }, func(j int) string { return fmt.Sprintf("s%02d", j) })
 	for _, limit := range []int{1, 2, 3, 4, 5, 8, 14, 15, 1000} {
-		var got []Target
-		after := Target{}
-		for pages := 0; ; pages++ {
-			require.Less(t, pages, 20, "limit %d: ListTargets does not end", limit)
-			page, err := db.ListTargets(ctx, kinds, after, limit)
-			require.NoError(t, err)
+		got := listEveryTarget(t, db, TargetsOptions{Kinds: kinds, Limit: limit}, func(page TargetsPage, full bool) {
 			require.LessOrEqual(t, len(page.Stores), limit)
-			require.NotEmpty(t, page.Stores, "limit %d: a next page is given only when a store follows", limit)
-			for _, s := range page.Stores {
-				got = append(got, s.Target)
+			if full {
+				require.Len(t, page.Stores, limit, "limit %d: a page that has a next page is full", limit)
 			}
-			if page.Next == (Target{}) {
-				break
-			}
-			require.Len(t, page.Stores, limit, "limit %d: a page that has a next page is full", limit)
-			require.Equal(t, page.Stores[len(page.Stores)-1].Target, page.Next)
-			after = page.Next
-		}
+		})
 		require.Equal(t, want, got, "limit %d", limit)
 	}
 	rg, err := db.ListTargets(ctx, []Kind{KindRollout, KindGeneric}, Target{Kind: KindGeneric, Name: "s03"}, 1)
@@ -254,45 +272,24 @@ func TestListTargetsPagesAcrossKinds(t *testing.T) {
 // mixed lengths across kinds, Next continues right after the last store and the pages together
 // are every store once, in order.
 func TestListTargetsWithMaxBytes(t *testing.T) {
-	ctx := context.Background()
 	db := openTestDB(t, backends(t)["mem"], "w1")
 	kinds := []Kind{KindRollout, KindGeneric}
-	var want []Target
-	for i, k := range kinds {
-		for j := range 9 + i {
-			tg := Target{Kind: k, Name: fmt.Sprintf("s%02d-%s", j, strings.Repeat("n", (j*37)%128))[:min(128, 4+(j*37)%128)]}
-			co := CreateOptions{}
-			if k == KindGeneric {
-				co.Schema = &testSchema
-			}
-			require.NoError(t, errOf(db.Create(ctx, tg, co)))
-			want = append(want, tg)
-		}
-	}
+	want := createTargets(t, db, kinds, func(i int) int { return 9 + i }, func(j int) string {
+		return fmt.Sprintf("s%02d-%s", j, strings.Repeat("n", (j*37)%128))[:min(128, 4+(j*37)%128)]
+	})
 	for _, maxBytes := range []int64{1, 200, 500, 1000, 1 << 20} {
-		var got []Target
-		after := Target{}
-		for pages := 0; ; pages++ {
-			require.Less(t, pages, 40, "max %d: ListTargetsWith does not end", maxBytes)
-			page, err := db.ListTargetsWith(ctx, TargetsOptions{Kinds: kinds, After: after, Limit: MaxListPage, MaxBytes: maxBytes})
-			require.NoError(t, err)
-			require.NotEmpty(t, page.Stores, "max %d: a next page is given only when a store follows", maxBytes)
+		o := TargetsOptions{Kinds: kinds, Limit: MaxListPage, MaxBytes: maxBytes}
+		got := listEveryTarget(t, db, o, func(page TargetsPage, full bool) {
 			var before int64 // the entries before the last one
 			for _, s := range page.Stores[:len(page.Stores)-1] {
 				before += s.JSONBytes()
 			}
 			require.Less(t, before, maxBytes, "max %d: the page goes on past the entry that reached the bound", maxBytes)
-			for _, s := range page.Stores {
-				got = append(got, s.Target)
+			if full {
+				require.GreaterOrEqual(t, before+page.Stores[len(page.Stores)-1].JSONBytes(), maxBytes,
+					"max %d: a page that has a next page is full", maxBytes)
 			}
-			if page.Next == (Target{}) {
-				break
-			}
-			require.GreaterOrEqual(t, before+page.Stores[len(page.Stores)-1].JSONBytes(), maxBytes,
-				"max %d: a page that has a next page is full", maxBytes)
-			require.Equal(t, page.Stores[len(page.Stores)-1].Target, page.Next)
-			after = page.Next
-		}
+		})
 		require.Equal(t, want, got, "max %d", maxBytes)
 	}
 }

@@ -54,23 +54,16 @@ func TestDemandKeyRoundTrip(t *testing.T) {
 func TestSealWritesDemandBeforeManifest(t *testing.T) {
 	for name, url := range backends(t) {
 		t.Run(name, func(t *testing.T) {
-			var crash atomic.Bool
 			var manifestPuts atomic.Int64
-			b, err := objstore.OpenBucket(context.Background(), url)
-			require.NoError(t, err)
-			opts := DefaultOptions()
-			opts.InstanceID = "w1"
-			db := OpenDBOnBucket(b.WithFaults(objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
-				if crash.Load() && op == objstore.OpPutIfAbsent && strings.Contains(key, "/manifest/") {
-					manifestPuts.Add(1)
-					return errors.New("injected: crash before the manifest publish")
-				}
-				return nil
-			}}), opts)
-			t.Cleanup(func() { _ = db.Close(context.Background()) })
-			s := createGeneric(t, db, "orders", false)
+			db, s := newGenericStore(t, url, "orders")
 			appendRows(t, s, row("a", 1))
-			crash.Store(true)
+			db.bucket = db.bucket.WithFaults(failOn(errors.New("injected: crash before the manifest publish"), func(op, key string) bool {
+				publish := op == objstore.OpPutIfAbsent && strings.Contains(key, "/manifest/")
+				if publish {
+					manifestPuts.Add(1)
+				}
+				return publish
+			}))
 			require.Error(t, errOf(s.Flush(context.Background())))
 			require.Positive(t, manifestPuts.Load())
 			recs := demandOf(t, db, s.target)
@@ -80,7 +73,7 @@ func TestSealWritesDemandBeforeManifest(t *testing.T) {
 
 			// The writer recovers and seals again: still exactly one live generation, its
 			// record findable.
-			crash.Store(false)
+			db.bucket = db.bucket.WithFaults(nil)
 			res := flush(t, s)
 			require.True(t, res.Sealed)
 			found := false
@@ -205,22 +198,7 @@ func TestListStoresPagesAcrossManyPages(t *testing.T) {
 				createGeneric(t, db, nm, false)
 				want = append(want, nm)
 			}
-			var got []string
-			after, pages := "", 0
-			for {
-				page, err := db.ListStores(ctx, KindGeneric, after, 5)
-				require.NoError(t, err)
-				require.LessOrEqual(t, len(page.Stores), 5)
-				pages++
-				for _, s := range page.Stores {
-					got = append(got, s.Name)
-				}
-				if page.Next == "" {
-					break
-				}
-				after = page.Next
-			}
-			require.Equal(t, 5, pages)
+			got := pageStores(t, db, KindGeneric, 5) // every page but the last full: five pages
 			all, err := db.ListTargets(ctx, []Kind{KindGeneric}, Target{}, MaxListPage)
 			require.NoError(t, err)
 			require.Equal(t, want, got)

@@ -103,8 +103,7 @@ func TestAppendTooLargeIsRefusedBeforeDecoding(t *testing.T) {
 	require.ErrorIs(t, errOf(wide.Append(ctx, rows)), ErrAppendTooLarge)
 	require.Zero(t, walRows(t, narrow))
 
-	res, err := wide.AppendJSON(ctx, idRows(100))
-	require.NoError(t, err)
+	res := call(wide.AppendJSON(ctx, idRows(100))).must(t)
 	require.Equal(t, 100, res.Rows)
 	require.Equal(t, 100, walRows(t, wide))
 	require.Zero(t, db.appends.Reserved(), "an answered append gives its charge back")
@@ -124,8 +123,7 @@ func TestAppendChargeCoversDecodedRows(t *testing.T) {
 		`[{"id":"a","s":"x\u00e9y","i":-12,"f":1.5e3,"b":true,"bin":"aGVsbG8gd29ybGQ=","ts":"2024-01-02T03:04:05.123456789+02:00"}]`,
 		`[{"id":"` + strings.Repeat("k", 900) + `","s":"` + strings.Repeat("v", 5000) + `"},{"id":"b","s":null,"i":null},{"id":"c","bin":"` + strings.Repeat("QUJD", 300) + `"}]`,
 	} {
-		rows, err := c.DecodeJSON([]byte(body), 0)
-		require.NoError(t, err)
+		rows := call(c.DecodeJSON([]byte(body), 0)).must(t)
 		n, size, err := c.MeasureJSON([]byte(body), func(int, int64) error { return nil })
 		require.NoError(t, err)
 		require.Equal(t, len(rows), n)

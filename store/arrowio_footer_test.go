@@ -18,8 +18,7 @@ type footerField struct {
 // footerFields returns every integer field of a run's footer, in order, with offsets in data.
 func footerFields(t *testing.T, data []byte) []footerField {
 	t.Helper()
-	footer, err := runFooter(data)
-	require.NoError(t, err)
+	footer := call(runFooter(data)).must(t)
 	base := len(data) - parquetTrailer - len(footer)
 	var got []footerField
 	w := &thriftWalk{b: footer, field: func(path []int16, v int64, start, end int) error {
@@ -75,8 +74,7 @@ func TestFindingDamagedRunFooterIsCorruptUnderAMemoryLimit(t *testing.T) {
 
 	// The first column's path_in_schema, a list of strings, declares 10^8 of them.
 	bigList := func() []byte {
-		footer, err := runFooter(validRun)
-		require.NoError(t, err)
+		footer := call(runFooter(validRun)).must(t)
 		base := len(validRun) - parquetTrailer - len(footer)
 		at := -1
 		w := &thriftWalk{b: footer, list: func(path []int16, _ int, start int) error {
@@ -156,8 +154,7 @@ func TestFindingDamagedRunFooterIsCorruptUnderAMemoryLimit(t *testing.T) {
 func TestRunFooterCheckAcceptsWhatWalkeeperWrites(t *testing.T) {
 	_, run := decodeFuzzSeeds(t)
 	require.NoError(t, checkRunFooter(run))
-	footer, err := runFooter(run)
-	require.NoError(t, err)
+	footer := call(runFooter(run)).must(t)
 	w := &thriftWalk{b: footer}
 	require.NoError(t, w.value(tcStruct, 0))
 	require.Equal(t, len(footer), w.off)

@@ -26,8 +26,7 @@ func runOf(t *testing.T, c *rowcodec.Codec, rows, payload int) []byte {
 		rs = append(rs, keyRow(k, int64(i), pad+k))
 		seqs = append(seqs, int64(i))
 	}
-	rec, err := c.Build(nil, rs, seqs, "shard-1", nil)
-	require.NoError(t, err)
+	rec := call(c.Build(nil, rs, seqs, "shard-1", nil)).must(t)
 	defer rec.Release()
 	var buf bytes.Buffer
 	var parts []arrow.RecordBatch
@@ -54,8 +53,7 @@ func writeParquetRecs(w *bytes.Buffer, schema *arrow.Schema, recs ...arrow.Recor
 // peak), a small part of what decoding it whole holds, and yields the same rows.
 func TestRunBatchesStayWithinTheirWindow(t *testing.T) {
 	ctx := context.Background()
-	c, err := rowcodec.NewCodec(KindGeneric, testSchema)
-	require.NoError(t, err)
+	c := call(rowcodec.NewCodec(KindGeneric, testSchema)).must(t)
 	data := runOf(t, c, 20000, 1000)
 
 	budget := NewBudget(1 << 30)
@@ -76,8 +74,7 @@ func TestRunBatchesStayWithinTheirWindow(t *testing.T) {
 	require.NoError(t, err)
 	rows, batches := 0, 0
 	for {
-		f, err := rb.next(ctx)
-		require.NoError(t, err)
+		f := call(rb.next(ctx)).must(t)
 		if f == nil {
 			break
 		}
@@ -138,8 +135,7 @@ func TestRunWindowOfAHugeFooterClaimDoesNotWrap(t *testing.T) {
 	defer rb.close()
 	require.Equal(t, int64(1<<62+4), rb.pf.MetaData().RowGroup(0).TotalByteSize())
 	for {
-		f, err := rb.next(ctx)
-		require.NoError(t, err)
+		f := call(rb.next(ctx)).must(t)
 		if f == nil {
 			break
 		}

@@ -86,13 +86,11 @@ func ipcFooter(t *testing.T, data []byte) (footer []byte, schema uint32) {
 // applied to its decoded bytes (an IPC schema message), keeping its length.
 func patchStoredSchema(t *testing.T, run []byte, edit func(msg []byte)) []byte {
 	t.Helper()
-	pf, err := file.NewParquetReader(bytes.NewReader(run))
-	require.NoError(t, err)
+	pf := call(file.NewParquetReader(bytes.NewReader(run))).must(t)
 	v := pf.MetaData().KeyValueMetadata().FindValue(arrowSchemaKey)
 	require.NoError(t, pf.Close())
 	require.NotNil(t, v, "a run stores its Arrow schema")
-	msg, err := base64.StdEncoding.DecodeString(*v)
-	require.NoError(t, err)
+	msg := call(base64.StdEncoding.DecodeString(*v)).must(t)
 	edit(msg)
 	require.Equal(t, 1, bytes.Count(run, []byte(*v)))
 	return bytes.Replace(run, []byte(*v), []byte(base64.StdEncoding.EncodeToString(msg)), 1)
@@ -187,20 +185,15 @@ func TestStoredSchemaOfEveryKindPassesTheCheck(t *testing.T) {
 		schema Schema
 	}{{KindRollout, Schema{}}, {KindDatagen, Schema{}}, {KindGeneric, testSchema}, {KindGeneric, decodeFuzzSchema}} {
 		t.Run(string(tc.kind), func(t *testing.T) {
-			c, err := rowcodec.NewCodec(tc.kind, tc.schema)
-			require.NoError(t, err)
+			c := call(rowcodec.NewCodec(tc.kind, tc.schema)).must(t)
 			empty := copyRows(nil, c.ArrowSchema(), nil)
 			defer empty.Release()
-			gen, err := encodeIPC(c.ArrowSchema(), empty)
-			require.NoError(t, err)
+			gen := call(encodeIPC(c.ArrowSchema(), empty)).must(t)
 			require.NoError(t, checkIPCFile(gen, c.ArrowSchema()))
-			marker, err := encodeIPC(c.ArrowSchema())
-			require.NoError(t, err)
+			marker := call(encodeIPC(c.ArrowSchema())).must(t)
 			require.NoError(t, checkIPCFile(marker, c.ArrowSchema()))
-			run, err := encodeParquet(c.ArrowSchema(), empty)
-			require.NoError(t, err)
-			pf, err := file.NewParquetReader(bytes.NewReader(run))
-			require.NoError(t, err)
+			run := call(encodeParquet(c.ArrowSchema(), empty)).must(t)
+			pf := call(file.NewParquetReader(bytes.NewReader(run))).must(t)
 			defer pf.Close()
 			require.NotNil(t, pf.MetaData().KeyValueMetadata().FindValue(arrowSchemaKey))
 			require.NoError(t, checkStoredArrowSchema(pf.MetaData().KeyValueMetadata(), c.ArrowSchema()))
@@ -233,13 +226,11 @@ func TestFindingDamagedBatchMetadataIsCorruptUnderAMemoryLimit(t *testing.T) {
 		return
 	}
 	c := decodeFuzzCodec(t, nil)
-	rec, err := c.Build(nil, []Row{{Key: "a", Values: []any{"a", int64(1), 1.5, true, []byte("b"), nil, "s"}}}, []int64{1}, "shard", nil)
-	require.NoError(t, err)
+	rec := call(c.Build(nil, []Row{{Key: "a", Values: []any{"a", int64(1), 1.5, true, []byte("b"), nil, "s"}}}, []int64{1}, "shard", nil)).must(t)
 	defer rec.Release()
 	write := func(r arrow.RecordBatch, opts ...ipc.Option) []byte {
 		var buf bytes.Buffer
-		w, err := ipc.NewFileWriter(&buf, append(opts, ipc.WithSchema(c.ArrowSchema()))...)
-		require.NoError(t, err)
+		w := call(ipc.NewFileWriter(&buf, append(opts, ipc.WithSchema(c.ArrowSchema()))...)).must(t)
 		require.NoError(t, w.Write(r))
 		require.NoError(t, w.Write(r))
 		require.NoError(t, w.Close())
@@ -250,8 +241,7 @@ func TestFindingDamagedBatchMetadataIsCorruptUnderAMemoryLimit(t *testing.T) {
 		releaseAll(recs)
 		return len(recs), err
 	}
-	n, err := decode(write(rec))
-	require.NoError(t, err)
+	n := call(decode(write(rec))).must(t)
 	require.Equal(t, 2, n)
 
 	// Every 8-byte word of the bodies that could be an uncompressed length claims 100 GiB.

@@ -38,8 +38,7 @@ func decodeRunErr(c *rowcodec.Codec, data []byte) error {
 // data pages of about parquetPageSize, and reads back to the same rows, returning every
 // buffer the reader took.
 func TestParquetEncodingsPerColumn(t *testing.T) {
-	c, err := rowcodec.NewCodec(KindGeneric, testSchema)
-	require.NoError(t, err)
+	c := call(rowcodec.NewCodec(KindGeneric, testSchema)).must(t)
 	schema := c.ArrowSchema()
 	build := func(shards ...string) arrow.RecordBatch {
 		rows := make([]Row, 20000)
@@ -48,8 +47,7 @@ func TestParquetEncodingsPerColumn(t *testing.T) {
 			rows[i] = keyRow(fmt.Sprintf("k%08d", i), int64(i*7), fmt.Sprintf("value %d", i%13))
 			seqs[i] = 1_700_000_000_000_000_000 + int64(i)*1000
 		}
-		rec, err := c.Build(memory.DefaultAllocator, rows, seqs, shards[0], nil)
-		require.NoError(t, err)
+		rec := call(c.Build(memory.DefaultAllocator, rows, seqs, shards[0], nil)).must(t)
 		if len(shards) == 1 {
 			return rec
 		}
@@ -58,8 +56,7 @@ func TestParquetEncodingsPerColumn(t *testing.T) {
 		picks := make([]pick, rec.NumRows())
 		files := make([]*sortedFile, len(shards))
 		for i, sh := range shards {
-			r, err := c.Build(memory.DefaultAllocator, rows, seqs, sh, nil)
-			require.NoError(t, err)
+			r := call(c.Build(memory.DefaultAllocator, rows, seqs, sh, nil)).must(t)
 			t.Cleanup(r.Release)
 			files[i] = &sortedFile{rec: r}
 		}
@@ -84,8 +81,7 @@ func TestParquetEncodingsPerColumn(t *testing.T) {
 			rg := pf.MetaData().RowGroup(0)
 			encodings := func(name string) []parquet.Encoding {
 				i := schema.FieldIndices(name)[0]
-				cc, err := rg.ColumnChunk(i)
-				require.NoError(t, err)
+				cc := call(rg.ColumnChunk(i)).must(t)
 				return cc.Encodings()
 			}
 			for _, col := range []string{"id", "n", "s", rowcodec.ColSeq, rowcodec.ColDeleted} {
@@ -98,8 +94,7 @@ func TestParquetEncodingsPerColumn(t *testing.T) {
 
 			// Pages: the payload-sized string column spans several pages of at most
 			// about parquetPageSize each (plus one write batch).
-			cr, err := pf.RowGroup(0).GetColumnPageReader(schema.FieldIndices("s")[0])
-			require.NoError(t, err)
+			cr := call(pf.RowGroup(0).GetColumnPageReader(schema.FieldIndices("s")[0])).must(t)
 			pages := 0
 			for cr.Next() {
 				pages++
@@ -110,11 +105,9 @@ func TestParquetEncodingsPerColumn(t *testing.T) {
 
 			budget := NewBudget(1 << 30)
 			acct := newMemAccount(mustReserve(t, budget, 1<<30), budget)
-			rb, err := openRunBatches(context.Background(), acct, data, c, "run")
-			require.NoError(t, err)
+			rb := call(openRunBatches(context.Background(), acct, data, c, "run")).must(t)
 			require.NoError(t, rb.whole())
-			f, err := rb.next(context.Background())
-			require.NoError(t, err)
+			f := call(rb.next(context.Background())).must(t)
 			got := f.rec
 			defer func() {
 				got.Release()
@@ -145,10 +138,8 @@ func plainOnly(encs []parquet.Encoding) []parquet.Encoding {
 // when the test ends.
 func openEncoded(t *testing.T, schema *arrow.Schema, rec arrow.RecordBatch) (*file.Reader, []byte) {
 	t.Helper()
-	data, err := encodeParquet(schema, rec)
-	require.NoError(t, err)
-	pf, err := file.NewParquetReader(bytes.NewReader(data))
-	require.NoError(t, err)
+	data := call(encodeParquet(schema, rec)).must(t)
+	pf := call(file.NewParquetReader(bytes.NewReader(data))).must(t)
 	t.Cleanup(func() { _ = pf.Close() })
 	return pf, data
 }
@@ -185,8 +176,7 @@ func writeParquet(w io.Writer, schema *arrow.Schema, next func() (arrow.RecordBa
 // generation allocated about twice its size and was copied through every step, which under
 // the race detector was the costliest part of a flush of large rows.
 func TestEncodeIPCAllocatesItsFileOnce(t *testing.T) {
-	c, err := rowcodec.NewCodec(KindGeneric, testSchema)
-	require.NoError(t, err)
+	c := call(rowcodec.NewCodec(KindGeneric, testSchema)).must(t)
 	value := string(bytes.Repeat([]byte("v"), 4<<10))
 	rows := make([]Row, 2048)
 	seqs := make([]int64, len(rows))
@@ -194,8 +184,7 @@ func TestEncodeIPCAllocatesItsFileOnce(t *testing.T) {
 		rows[i] = keyRow(fmt.Sprintf("k%08d", i), int64(i), value)
 		seqs[i] = int64(i + 1)
 	}
-	rec, err := c.Build(memory.DefaultAllocator, rows, seqs, "s0", nil)
-	require.NoError(t, err)
+	rec := call(c.Build(memory.DefaultAllocator, rows, seqs, "s0", nil)).must(t)
 	defer rec.Release()
 
 	var before, after runtime.MemStats

@@ -6,8 +6,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/walkeeper/walkeeper/internal/testkit/bucketconformance"
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
@@ -40,15 +38,11 @@ func dropMemBucket(url string) {
 // keyExists reports whether db's bucket holds key.
 func keyExists(t *testing.T, db *DB, key string) bool {
 	t.Helper()
-	ok, err := db.bucket.Exists(context.Background(), key)
-	require.NoError(t, err)
-	return ok
+	return call(db.bucket.Exists(context.Background(), key)).must(t)
 }
 
 // getObject is the object at key in b.
 func getObject(t *testing.T, b *objstore.Bucket, key string) []byte {
 	t.Helper()
-	data, err := b.Get(context.Background(), key)
-	require.NoError(t, err)
-	return data
+	return call(b.Get(context.Background(), key)).must(t)
 }

@@ -85,12 +85,10 @@ func TestCompactBaseStreamsRunsInBatches(t *testing.T) {
 
 	base := call(s.loadBase(ctx)).must(t)
 	require.GreaterOrEqual(t, len(base.Runs), 3)
-	rb, err := openRunBatches(ctx, memory.DefaultAllocator, getObject(t, db.bucket, base.Runs[0].Path), s.codec, "run")
-	require.NoError(t, err)
+	rb := call(openRunBatches(ctx, memory.DefaultAllocator, getObject(t, db.bucket, base.Runs[0].Path), s.codec, "run")).must(t)
 	batches := 0
 	for {
-		f, err := rb.next(ctx)
-		require.NoError(t, err)
+		f := call(rb.next(ctx)).must(t)
 		if f == nil {
 			break
 		}
@@ -143,8 +141,7 @@ func TestCompactionCountsTheBuffersItsInputsOutgrew(t *testing.T) {
 	}
 	call(s.MergeAll(ctx)).must(t)
 	want := allRows(t, s, SourceAll)
-	snap, err := s.snapshot(ctx, false)
-	require.NoError(t, err)
+	snap := call(s.snapshot(ctx, false)).must(t)
 	require.Len(t, snap.base.Runs, 3)
 
 	res := mustReserve(t, budget, 16<<20)

@@ -85,8 +85,7 @@ func TestFindingCompactionCutAtItsPublishCleansUp(t *testing.T) {
 			reader := openGeneric(t, openTestDB(t, url, "r"), "cut")
 			require.Equal(t, want, allRows(t, reader, SourceAll))
 			base := call(reader.loadBase(ctx)).must(t)
-			objs, err := reader.db.bucket.List(ctx, dataPrefix(reader.target))
-			require.NoError(t, err)
+			objs := call(reader.db.bucket.List(ctx, dataPrefix(reader.target))).must(t)
 			for _, o := range objs {
 				require.True(t, base.References(o.Key), "%s is left on storage, referenced by no base", o.Key)
 			}

@@ -58,8 +58,7 @@ func TestCompactionKeepsTombstonesOverRowsSealedDuringItsListing(t *testing.T) {
 	armed.Store(true)
 	db1.bucket = db1.bucket.WithFaults(objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
 		if op == objstore.OpList && key == walPrefix(s1.target, db2.Shard()) && armed.CompareAndSwap(true, false) {
-			_, err := s2.Flush(ctx) // w2 seals and deletes its WAL just before the listing
-			require.NoError(t, err)
+			require.NoError(t, errOf(s2.Flush(ctx))) // w2 seals and deletes its WAL just before the listing
 		}
 		return nil
 	}})
@@ -101,8 +100,7 @@ func TestConcurrentTriesOfACompactionDoNotShareAnOutput(t *testing.T) {
 	armed.Store(true)
 	db1.bucket = db1.bucket.WithFaults(objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
 		if op == objstore.OpPutIfAbsent && strings.Contains(key, "/_versions/") && armed.CompareAndSwap(true, false) {
-			_, err := s2.Flush(ctx) // the second try sees the row pending, not unsealed
-			require.NoError(t, err)
+			require.NoError(t, errOf(s2.Flush(ctx))) // the second try sees the row pending, not unsealed
 			require.Error(t, errOf(s3.CompactBase(ctx, CompactParams{MaxRuns: -1})), "the second try's publish fails")
 		}
 		return nil

@@ -29,15 +29,13 @@ func TestCountersOutOfRangeAreRefused(t *testing.T) {
 		case "writer_epoch":
 			next.WriterEpoch = 1<<64 - 1
 		}
-		raw, err := manifest.EncodeShard(next)
-		require.NoError(t, err)
+		raw := call(manifest.EncodeShard(next)).must(t)
 		require.ErrorIs(t, errOf(decodeShardManifest(raw, next.Version, s.target, shard)), ErrCorrupt, field)
 	}
 
 	next := call(s.loadBase(ctx)).must(t).Next("test")
 	next.Watermarks[shard] = 1<<64 - 1
-	raw, err := manifest.EncodeBase(next)
-	require.NoError(t, err)
+	raw := call(manifest.EncodeBase(next)).must(t)
 	require.ErrorIs(t, errOf(decodeBaseManifest(raw, next.Version, s.target)), ErrCorrupt)
 
 	// A prepared merge that would publish such a watermark is refused before it writes.

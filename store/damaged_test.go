@@ -32,8 +32,7 @@ func damagedWALStore(t *testing.T, name string) (root string, tgt Target, key st
 // faults (a counter, say).
 func openCountedDB(t *testing.T, root string, faults objstore.Faults) *DB {
 	t.Helper()
-	b, err := objstore.OpenBucket(context.Background(), root)
-	require.NoError(t, err)
+	b := call(objstore.OpenBucket(context.Background(), root)).must(t)
 	opts := DefaultOptions()
 	opts.InstanceID = "w1"
 	db := OpenDBOnBucket(b.WithFaults(faults), opts)
@@ -52,8 +51,7 @@ func TestDamagedWALRetriedAppendsWriteNothing(t *testing.T) {
 	db := openCountedDB(t, root, rc)
 	s := openGeneric(t, db, "dw")
 	manifests := func() int {
-		objs, err := db.bucket.List(ctx, shardManifestPrefix(tgt, db.Shard()))
-		require.NoError(t, err)
+		objs := call(db.bucket.List(ctx, shardManifestPrefix(tgt, db.Shard()))).must(t)
 		return len(objs)
 	}
 	before := manifests()

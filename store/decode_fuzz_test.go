@@ -67,8 +67,7 @@ const decodeFuzzRows = `[
 func decodeFuzzStore(t *testing.T, merged bool) (*DB, *Store) {
 	t.Helper()
 	db, s := fuzzStore(t, "decode-fuzz", decodeFuzzSchema)
-	rows, err := s.Codec().DecodeJSON([]byte(decodeFuzzRows), 0)
-	require.NoError(t, err)
+	rows := call(s.Codec().DecodeJSON([]byte(decodeFuzzRows), 0)).must(t)
 	rounds := 1
 	if merged {
 		rounds = 2

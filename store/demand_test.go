@@ -145,8 +145,7 @@ func TestStaleAndOrphanDemandAreCleaned(t *testing.T) {
 	// The old orphan is old by its key's seal time but was just written: clean-up waits
 	// for both to pass DemandOrphanAge.
 	now = now.Add(DemandOrphanAge + time.Minute)
-	res, err := s.ReconcileDemand(ctx)
-	require.NoError(t, err)
+	res := call(s.ReconcileDemand(ctx)).must(t)
 	require.Equal(t, 2, res.Orphans)
 	require.Empty(t, demandOf(t, db, s.target))
 }
@@ -169,8 +168,7 @@ func TestReconcileRepairsMissingDemandAndCompactMarker(t *testing.T) {
 	}
 	require.NoError(t, db.bucket.Delete(ctx, demandCompactMarker(s.target)))
 
-	res, err := s.ReconcileDemand(ctx)
-	require.NoError(t, err)
+	res := call(s.ReconcileDemand(ctx)).must(t)
 	require.Equal(t, 1, res.Missing)
 	recs := demandOf(t, db, s.target)
 	require.Len(t, recs, 1)

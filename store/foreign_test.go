@@ -139,8 +139,7 @@ func TestRegistryListingSkipsForeignKeys(t *testing.T) {
 			for _, limit := range []int{1, 2, 3, 1000} {
 				require.Equal(t, stores, pageStores(t, db, KindGeneric, limit), "limit %d", limit)
 			}
-			all, err := db.ListTargets(ctx, []Kind{KindGeneric}, Target{}, MaxListPage)
-			require.NoError(t, err)
+			all := call(db.ListTargets(ctx, []Kind{KindGeneric}, Target{}, MaxListPage)).must(t)
 			require.Len(t, all.Stores, len(stores))
 			require.Zero(t, all.Next)
 			for i, s := range all.Stores {
@@ -196,8 +195,7 @@ func TestForeignKeysInsideAStoreAreSkipped(t *testing.T) {
 			// A new process of the same instance replays the unsealed WAL past the foreign
 			// keys (a position at 2^64-1 would have wrapped the next one to 0).
 			db2, m2, _ := foreignDB(t, url, "w1")
-			n, err := db2.Recover(ctx)
-			require.NoError(t, err)
+			n := call(db2.Recover(ctx)).must(t)
 			require.Equal(t, 1, n)
 			s2 := openGeneric(t, db2, "fk")
 			seal(t, s2, row("e", 5))
@@ -257,12 +255,10 @@ func TestListTargetsPagesAcrossKinds(t *testing.T) {
 		})
 		require.Equal(t, want, got, "limit %d", limit)
 	}
-	rg, err := db.ListTargets(ctx, []Kind{KindRollout, KindGeneric}, Target{Kind: KindGeneric, Name: "s03"}, 1)
-	require.NoError(t, err)
+	rg := call(db.ListTargets(ctx, []Kind{KindRollout, KindGeneric}, Target{Kind: KindGeneric, Name: "s03"}, 1)).must(t)
 	require.Equal(t, "s04", rg.Stores[0].Name)
 	require.Zero(t, rg.Next, "the last store of the last kind asked for: no next page")
-	one, err := db.ListTargets(ctx, []Kind{KindGeneric}, Target{Kind: KindGeneric, Name: "s02"}, 1000)
-	require.NoError(t, err)
+	one := call(db.ListTargets(ctx, []Kind{KindGeneric}, Target{Kind: KindGeneric, Name: "s02"}, 1000)).must(t)
 	require.Len(t, one.Stores, 2, "after a cursor, only the stores after it")
 	require.Equal(t, "s03", one.Stores[0].Name)
 }
@@ -300,8 +296,7 @@ func TestStoreInfoJSONBytes(t *testing.T) {
 	name := strings.Repeat("x", 128)
 	far := time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.FixedZone("", -(23*3600+59*60)))
 	info := StoreInfo{Target: Target{Kind: KindDatagen, Name: name}, Kind: KindDatagen, Name: name, CreatedAt: far}
-	b, err := json.Marshal(info)
-	require.NoError(t, err)
+	b := call(json.Marshal(info)).must(t)
 	require.Equal(t, int64(len(b)+len(`"target":"datagen:`+name+`",`)), info.JSONBytes())
 	require.LessOrEqual(t, info.JSONBytes(), int64(MaxStoreInfoJSONBytes))
 	info.CreatedAt = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -138,8 +138,7 @@ func FuzzRegistryListing(f *testing.F) {
 			if pages > len(stores)+1 {
 				t.Fatalf("listing does not end: %v", got)
 			}
-			page, err := db.ListStores(ctx, KindGeneric, after, int(limit%4)+1)
-			require.NoError(t, err)
+			page := call(db.ListStores(ctx, KindGeneric, after, int(limit%4)+1)).must(t)
 			for _, s := range page.Stores {
 				got = append(got, s.Name)
 			}

@@ -83,8 +83,7 @@ func splitRunRowGroups(t *testing.T, s *Store, groupRows int64) {
 	ctx := context.Background()
 	next := call(s.loadBase(ctx)).must(t).Next("test: small row groups")
 	for i, r := range next.Runs {
-		f, err := decodeParquet(ctx, getObject(t, s.db.bucket, r.Path), s.codec, r.Path)
-		require.NoError(t, err)
+		f := call(decodeParquet(ctx, getObject(t, s.db.bucket, r.Path), s.codec, r.Path)).must(t)
 		rec := f.rec
 		var parts []arrow.RecordBatch
 		for off := int64(0); off < rec.NumRows(); off += groupRows {
@@ -108,8 +107,7 @@ func splitRunRowGroups(t *testing.T, s *Store, groupRows int64) {
 func firstRunBatches(t *testing.T, s *Store) *runBatches {
 	t.Helper()
 	ctx := context.Background()
-	rb, err := openRunBatches(ctx, nil, getObject(t, s.db.bucket, call(s.loadBase(ctx)).must(t).Runs[0].Path), s.codec, "run")
-	require.NoError(t, err)
+	rb := call(openRunBatches(ctx, nil, getObject(t, s.db.bucket, call(s.loadBase(ctx)).must(t).Runs[0].Path), s.codec, "run")).must(t)
 	t.Cleanup(rb.close)
 	return rb
 }

@@ -24,8 +24,7 @@ func TestFindingAbortOfARacingLoserReportsThePassOnce(t *testing.T) {
 	ctx := context.Background()
 	db, s, winner, loser := twoPrepares(t, "abortonce")
 
-	_, err := commitOne(ctx, s, winner) // published; its reply is lost
-	require.NoError(t, err)
+	require.NoError(t, errOf(commitOne(ctx, s, winner))) // published; its reply is lost
 	healthy := db.bucket
 	db.bucket = db.bucket.WithFaults(failOn(errors.New("storage unreachable"), func(string, string) bool { return true }))
 	require.Error(t, errOf(commitOne(ctx, s, loser)), "the loser's commit fails outright")

@@ -41,8 +41,7 @@ func TestFindingLargeRowsAmongSmallOnesKeepChunksToTheirBytes(t *testing.T) {
 		base := call(s.loadBase(ctx)).must(t)
 		var most int64
 		for _, r := range base.Runs {
-			pf, err := file.NewParquetReader(bytes.NewReader(getObject(t, db.bucket, r.Path)))
-			require.NoError(t, err)
+			pf := call(file.NewParquetReader(bytes.NewReader(getObject(t, db.bucket, r.Path)))).must(t)
 			for i := range pf.NumRowGroups() {
 				most = max(most, pf.MetaData().RowGroup(i).TotalByteSize())
 			}

@@ -65,8 +65,7 @@ func TestRetriedPrepareKeepsTheRunOfAClaimedCommit(t *testing.T) {
 	seal(t, s, row("b", 2))
 	two, eight := 2, 8
 	old := call(s.Prepare(ctx, PrepareParams{AttemptKey: "wf/Prepare/run-1/2", MaxGenerations: &two})).must(t)
-	state, err := s.claim(ctx, old, "commit")
-	require.NoError(t, err)
+	state := call(s.claim(ctx, old, "commit")).must(t)
 	require.Equal(t, "commit", state)
 
 	seal(t, s, row("c", 3))
@@ -156,8 +155,7 @@ func TestFindingClaimDroppedAfterALostClaimIsNotNotFound(t *testing.T) {
 			_, s := newGenericStore(t, url, "dropped")
 			seal(t, s, row("a", 1))
 			p := call(s.Prepare(ctx, PrepareParams{AttemptKey: "wf/CommitRound/run-1/3"})).must(t)
-			state, err := s.claim(ctx, p, "commit") // the first execution has claimed
-			require.NoError(t, err)
+			state := call(s.claim(ctx, p, "commit")).must(t) // the first execution has claimed
 			require.Equal(t, "commit", state)
 
 			s2 := openGeneric(t, openTestDB(t, url, "w2"), "dropped")

@@ -85,8 +85,7 @@ func TestRoundCommitCollectsAbandonedStagedRuns(t *testing.T) {
 
 	// Nothing left to collect: the cost is one LIST.
 	ops := counter.count(func() {
-		n, err := s.collectAbandonedStaged(ctx, nil)
-		require.NoError(t, err)
+		n := call(s.collectAbandonedStaged(ctx, nil)).must(t)
 		require.Zero(t, n)
 	})
 	require.Equal(t, map[string]int{objstore.OpList: 1}, ops, "the collector's cost when it finds nothing")
@@ -96,8 +95,7 @@ func TestRoundCommitCollectsAbandonedStagedRuns(t *testing.T) {
 	open := call(s.Prepare(ctx, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-c/2", MaxGenerations: intPtr(1)})).must(t)
 	require.Equal(t, uint64(3), open.Through)
 	ops = counter.count(func() {
-		n, err := s.collectAbandonedStaged(ctx, nil)
-		require.NoError(t, err)
+		n := call(s.collectAbandonedStaged(ctx, nil)).must(t)
 		require.Zero(t, n)
 	})
 	require.Equal(t, map[string]int{objstore.OpList: 1}, ops)
@@ -113,8 +111,7 @@ func TestRoundCommitCollectsAbandonedStagedRuns(t *testing.T) {
 	won := call(s.Prepare(ctx, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-e/2", MaxGenerations: intPtr(1)})).must(t)
 	publishOnly(t, s, won)
 	ops = counter.count(func() {
-		n, err := s.collectAbandonedStaged(ctx, nil)
-		require.NoError(t, err)
+		n := call(s.collectAbandonedStaged(ctx, nil)).must(t)
 		require.Equal(t, 1, n)
 	})
 	require.Equal(t, map[string]int{objstore.OpList: 1, objstore.OpListDirs: 1, objstore.OpDelete: 1}, ops)
@@ -271,8 +268,7 @@ func TestCollectorKeepsQuarantinedRuns(t *testing.T) {
 	call(s.Quarantine(ctx, run, "operator: bad disk")).must(t)
 
 	seal(t, s, row("b", 2))
-	_, err := s.MergeAll(ctx) // a round commit that moves the watermark, and collects
-	require.NoError(t, err)
+	require.NoError(t, errOf(s.MergeAll(ctx))) // a round commit that moves the watermark, and collects
 	require.NoError(t, errOf(s.collectAbandonedStaged(ctx, nil)))
 	require.True(t, onStorage(t, db.bucket, run), "a quarantined run stays on storage")
 }

@@ -20,9 +20,7 @@ type iterRow struct {
 
 func iterCodec(t *testing.T) *rowcodec.Codec {
 	t.Helper()
-	c, err := rowcodec.NewCodec(KindGeneric, Schema{Fields: []Field{{Name: "id", Type: TypeString}, {Name: "n", Type: TypeInt64, Nullable: true}}})
-	require.NoError(t, err)
-	return c
+	return call(rowcodec.NewCodec(KindGeneric, Schema{Fields: []Field{{Name: "id", Type: TypeString}, {Name: "n", Type: TypeInt64, Nullable: true}}})).must(t)
 }
 
 // iterFile builds a decoded sorted file of shard from rows (sorted by key).
@@ -36,11 +34,9 @@ func iterFile(t *testing.T, c *rowcodec.Codec, shard string, rows ...iterRow) *s
 		seqs = append(seqs, r.seq)
 		dels = append(dels, r.del)
 	}
-	rec, err := c.Build(nil, rs, seqs, shard, dels)
-	require.NoError(t, err)
+	rec := call(c.Build(nil, rs, seqs, shard, dels)).must(t)
 	t.Cleanup(rec.Release)
-	view, err := c.View(rec)
-	require.NoError(t, err)
+	view := call(c.View(rec)).must(t)
 	return &sortedFile{path: shard, rec: rec, view: view, n: int(rec.NumRows()), bytes: recordBytes(rec)}
 }
 

@@ -129,8 +129,7 @@ func TestParquetCodecPerColumn(t *testing.T) {
 	pf, _ := openEncoded(t, schema, rec)
 	md := pf.MetaData().RowGroup(0)
 	codec := func(i int) compress.Compression {
-		cc, err := md.ColumnChunk(i)
-		require.NoError(t, err)
+		cc := call(md.ColumnChunk(i)).must(t)
 		return cc.Compression()
 	}
 	require.Equal(t, compress.Codecs.Snappy, codec(0))
@@ -140,8 +139,7 @@ func TestParquetCodecPerColumn(t *testing.T) {
 
 func TestWriteParquetChunksRoundTrip(t *testing.T) {
 	ctx := context.Background()
-	c, err := rowcodec.NewCodec(KindGeneric, testSchema)
-	require.NoError(t, err)
+	c := call(rowcodec.NewCodec(KindGeneric, testSchema)).must(t)
 	schema := c.ArrowSchema()
 	var rows []Row
 	for i := 0; i < 5000; i++ {
@@ -155,8 +153,7 @@ func TestWriteParquetChunksRoundTrip(t *testing.T) {
 		for j := range seqs {
 			seqs[j] = int64(r[0] + j)
 		}
-		rec, err := c.Build(memory.DefaultAllocator, part, seqs, "s", nil)
-		require.NoError(t, err)
+		rec := call(c.Build(memory.DefaultAllocator, part, seqs, "s", nil)).must(t)
 		chunks = append(chunks, rec)
 	}
 	var buf bytes.Buffer
@@ -168,8 +165,7 @@ func TestWriteParquetChunksRoundTrip(t *testing.T) {
 		i++
 		return chunks[i-1], nil
 	}))
-	f, err := decodeParquet(ctx, buf.Bytes(), c, "chunks")
-	require.NoError(t, err)
+	f := call(decodeParquet(ctx, buf.Bytes(), c, "chunks")).must(t)
 	defer f.rec.Release()
 	require.EqualValues(t, 5000, f.n)
 	for i := 0; i < 5000; i += 499 {
@@ -181,17 +177,14 @@ func TestWriteParquetChunksRoundTrip(t *testing.T) {
 // decode: the zero-copy reader accepted it and the first Key or Shard read panicked outside
 // decodeIPC's recover (found by FuzzDecodeGeneration).
 func TestDecodeIPCRejectsOutOfBoundsOffsets(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("testdata", "issue4", "ipc-offsets-out-of-bounds.txt"))
-	require.NoError(t, err)
+	raw := call(os.ReadFile(filepath.Join("testdata", "issue4", "ipc-offsets-out-of-bounds.txt"))).must(t)
 	lines := strings.SplitN(string(raw), "\n", 2)
 	require.Len(t, lines, 2)
 	body := strings.TrimSpace(lines[1])
 	body = strings.TrimSuffix(strings.TrimPrefix(body, "[]byte("), ")")
-	data, err := strconv.Unquote(body)
-	require.NoError(t, err)
+	data := call(strconv.Unquote(body)).must(t)
 	// The schema the input was fuzzed against, so it gets past CheckRecord.
-	c, err := rowcodec.NewCodec(KindGeneric, decodeFuzzSchema)
-	require.NoError(t, err)
+	c := call(rowcodec.NewCodec(KindGeneric, decodeFuzzSchema)).must(t)
 	recs, err := decodeIPC(memory.DefaultAllocator, []byte(data), c, "crasher")
 	if err == nil {
 		defer releaseAll(recs)

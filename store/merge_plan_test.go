@@ -294,8 +294,7 @@ func TestPassGenerationsFitAPayload(t *testing.T) {
 		}},
 		WriterEpoch: 1 << 60, AttemptKey: strings.Repeat("a", 300), BaseVersion: 1 << 60, Bytes: 1 << 60, Rows: 1 << 60, InputRows: 1 << 60,
 	}
-	raw, err := json.Marshal(worst)
-	require.NoError(t, err)
+	raw := call(json.Marshal(worst)).must(t)
 	t.Logf("PreparedMerge of %d generations: %d bytes of JSON", MaxPassGenerations, len(raw))
 	require.Less(t, len(raw), maxPayloadBytes)
 }

@@ -151,8 +151,7 @@ func (f *roundFixture) requireConverged(t *testing.T) {
 		require.Empty(t, genFilesOnDisk(t, s, w.db.Shard()))
 	}
 	require.Len(t, listKeys(t, s.db.bucket, dataPrefix(s.target)), len(base.Runs), "no staged file left behind")
-	claims, err := s.db.bucket.List(ctx, storePrefix(s.target))
-	require.NoError(t, err)
+	claims := call(s.db.bucket.List(ctx, storePrefix(s.target))).must(t)
 	for _, o := range claims {
 		if !strings.Contains(o.Key, "/attempts/") {
 			continue
@@ -206,8 +205,7 @@ func TestCommitRoundPublishesSeveralShardsInOneVersion(t *testing.T) {
 				require.EqualValues(t, 1, res.Shards[i].BaseVersion)
 				require.False(t, claimExists(t, f.committer, ps[i]))
 				// The seals' demand records are gone with the drain (afterMergeDemand).
-				objs, err := f.committer.db.bucket.List(ctx, demandShardPrefix(f.committer.target, w.db.Shard()))
-				require.NoError(t, err)
+				objs := call(f.committer.db.bucket.List(ctx, demandShardPrefix(f.committer.target, w.db.Shard()))).must(t)
 				for _, o := range objs {
 					r, ok := ParseDemandKey(o.Key)
 					require.False(t, ok && !r.Compact && r.Gen <= ps[i].Through, "demand record %s left after the round", o.Key)
@@ -391,14 +389,12 @@ func TestCommitRoundRejectsBadInput(t *testing.T) {
 func TestRoundInputSize(t *testing.T) {
 	const maxRoundBytes = 64 << 10 // contract.MaxRoundBytes (store does not import contract)
 	marshalRound := func(p PreparedMerge) (one, all int) {
-		raw, err := json.Marshal(p)
-		require.NoError(t, err)
+		raw := call(json.Marshal(p)).must(t)
 		round := make([]PreparedMerge, MaxRoundShards)
 		for i := range round {
 			round[i] = p
 		}
-		rawAll, err := json.Marshal(round)
-		require.NoError(t, err)
+		rawAll := call(json.Marshal(round)).must(t)
 		return len(raw), len(rawAll)
 	}
 

@@ -49,13 +49,11 @@ func TestFindingMergeStoppedAfterItsPublishIsFinishedByTheReconcile(t *testing.T
 	p := call(s.Prepare(ctx, PrepareParams{AttemptKey: "merge-wal/generic/stopped/Prepare/run/1"})).must(t)
 	publishOnly(t, s, p) // the run was stopped here: no finish, no retry
 	claims := func() int {
-		objs, err := s.db.bucket.List(ctx, claimPrefix(s.target, shard))
-		require.NoError(t, err)
+		objs := call(s.db.bucket.List(ctx, claimPrefix(s.target, shard))).must(t)
 		return len(objs)
 	}
 	demand := func() int {
-		objs, err := s.db.bucket.List(ctx, demandShardPrefix(s.target, shard))
-		require.NoError(t, err)
+		objs := call(s.db.bucket.List(ctx, demandShardPrefix(s.target, shard))).must(t)
 		return len(objs)
 	}
 	require.Zero(t, pendingOf(t, s, shard), "nothing pending: no merge prepares the shard")

@@ -98,8 +98,7 @@ func TestWALObjectWithoutHeaderIsCorrupt(t *testing.T) {
 			db, _, _ := foreignDB(t, url, "w1")
 			s := createGeneric(t, db, "oc", false)
 			appendRows(t, s, row("a", 1)) // no seal: a kill leaves it in the WAL
-			positions, err := db.listWAL(ctx, s.target, db.Shard())
-			require.NoError(t, err)
+			positions := call(db.listWAL(ctx, s.target, db.Shard())).must(t)
 			require.NotEmpty(t, positions)
 			key := walKey(s.target, db.Shard(), positions[len(positions)-1])
 			framed := getObject(t, db.bucket, key)
@@ -160,8 +159,7 @@ func TestGenerationFilesFitTheirReadLimit(t *testing.T) {
 					sch.Fields = append(sch.Fields, Field{Name: fmt.Sprintf("f%03d_%s", i, strings.Repeat("n", 100)), Type: typ, Nullable: true})
 				}
 				db := openTestDB(t, fmt.Sprintf("mem://genlimit-%d", testURLSeq.Add(1)), "w1")
-				s, err := db.Create(ctx, Target{Kind: KindGeneric, Name: "wide"}, CreateOptions{Schema: &sch})
-				require.NoError(t, err)
+				s := call(db.Create(ctx, Target{Kind: KindGeneric, Name: "wide"}, CreateOptions{Schema: &sch})).must(t)
 				batch := make([]Row, rows)
 				for r := range batch {
 					vals := make([]any, fields)
@@ -185,8 +183,7 @@ func TestGenerationFilesFitTheirReadLimit(t *testing.T) {
 func TestCompactionCountsARunWithUnsortedKeys(t *testing.T) {
 	ctx := context.Background()
 	db, s, m := mergedStore(t, "file://"+t.TempDir())
-	rec, err := s.codec.Build(nil, []Row{row("b", 2), row("a", 1)}, []int64{2, 1}, db.Shard(), nil)
-	require.NoError(t, err)
+	rec := call(s.codec.Build(nil, []Row{row("b", 2), row("a", 1)}, []int64{2, 1}, db.Shard(), nil)).must(t)
 	var run bytes.Buffer
 	require.NoError(t, writeParquetRecs(&run, s.codec.ArrowSchema(), rec))
 	editBase(t, s, func(b *manifest.Base) {

@@ -103,8 +103,7 @@ func TestFindingPendingMaxHoldsAfterARemoteMerge(t *testing.T) {
 	merger := openTestDB(t, url, "merger", func(o *Options) { o.PendingMax = limit; o.PendingWarn = 0 })
 	mergeRemotely := func(name string) {
 		t.Helper()
-		res, err := openGeneric(t, merger, name).MergeOnce(ctx, owner.Shard())
-		require.NoError(t, err)
+		res := call(openGeneric(t, merger, name).MergeOnce(ctx, owner.Shard())).must(t)
 		require.Equal(t, limit, res.Reclaimed)
 		later.Add(int64(manifestRefreshEvery)) // the owner's refused write read the manifest just now
 	}

@@ -34,8 +34,7 @@ func TestFindingArenaEstimateCoversPackingAndWideSchemas(t *testing.T) {
 				o.ReadBudget = rb
 				o.CacheBytes = 1 // every generation is read into the arena
 			})
-			s, err := db.Create(ctx, Target{Kind: KindGeneric, Name: "estimate"}, CreateOptions{Schema: &Schema{Fields: c.fields}})
-			require.NoError(t, err)
+			s := call(db.Create(ctx, Target{Kind: KindGeneric, Name: "estimate"}, CreateOptions{Schema: &Schema{Fields: c.fields}})).must(t)
 			pad := strings.Repeat("p", c.pads)
 			for g := 0; g < c.gens; g++ {
 				var rs []Row
@@ -53,14 +52,12 @@ func TestFindingArenaEstimateCoversPackingAndWideSchemas(t *testing.T) {
 				}
 				seal(t, s, rs...)
 			}
-			snap, err := s.snapshot(ctx, true)
-			require.NoError(t, err)
+			snap := call(s.snapshot(ctx, true)).must(t)
 			srcs := s.sources(snap, SourceAll, func(string, string) bool { return true })
 			want, private := privateEstimate(s, srcs)
 			require.Equal(t, c.gens, private, "one group of generations read privately")
 
-			g, err := s.openGroup(ctx, srcs, "")
-			require.NoError(t, err)
+			g := call(s.openGroup(ctx, srcs, "")).must(t)
 			t.Logf("%d generations: admitted %d, the arena took %d, reserved %d", c.gens, want, rb.Allocated(), rb.Reserved())
 			require.LessOrEqual(t, rb.Allocated(), want, "the arena takes at most its estimate")
 			require.Equal(t, want, rb.Reserved(), "the reservation did not grow at load")

@@ -26,8 +26,7 @@ func TestFindingReadLosingRacesWithMergesIsNotCorrupt(t *testing.T) {
 
 	var races atomic.Int64 // merges still to run, one before each read of a generation
 	var n atomic.Int64
-	b, err := objstore.OpenBucket(ctx, url)
-	require.NoError(t, err)
+	b := call(objstore.OpenBucket(ctx, url)).must(t)
 	hook := objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
 		if op != objstore.OpGet || !strings.Contains(key, "/gen/") || races.Add(-1) < 0 {
 			return nil
@@ -53,8 +52,7 @@ func TestFindingReadLosingRacesWithMergesIsNotCorrupt(t *testing.T) {
 	got, err := r.Get(ctx, "a")
 	require.NoError(t, err, "every attempt lost a race with a merge; nothing is damaged")
 	require.Equal(t, "a", got["id"])
-	page, err := func() (ListPage, error) { races.Store(readAttempts); return r.List(ctx, ListOptions{}) }()
-	require.NoError(t, err)
+	page := call(func() (ListPage, error) { races.Store(readAttempts); return r.List(ctx, ListOptions{}) }()).must(t)
 	require.NotEmpty(t, page.Rows)
 	require.Zero(t, testutil.ToFloat64(m.CorruptObjects.WithLabelValues(string(KindGeneric))), "nothing was counted damaged")
 

@@ -38,8 +38,7 @@ func TestFindingMixedReadGroupKeepsTheCachedSourcesShare(t *testing.T) {
 		}
 		seal(t, s, rs...)
 	}
-	snap, err := s.snapshot(ctx, true)
-	require.NoError(t, err)
+	snap := call(s.snapshot(ctx, true)).must(t)
 	srcs := s.sources(snap, SourceAll, func(string, string) bool { return true })
 	require.LessOrEqual(t, len(srcs), readFanIn, "one group")
 
@@ -49,8 +48,7 @@ func TestFindingMixedReadGroupKeepsTheCachedSourcesShare(t *testing.T) {
 			charged += readCost(src)
 		}
 	}
-	g, err := s.openGroup(ctx, srcs, "")
-	require.NoError(t, err)
+	g := call(s.openGroup(ctx, srcs, "")).must(t)
 	for _, r := range g.runs {
 		if r != nil {
 			window += r.rb.window
@@ -94,8 +92,7 @@ func TestFindingSmallGenerationsAreChargedWhatTheyHoldDecoded(t *testing.T) {
 	for g := 0; g < readFanIn; g++ {
 		seal(t, s, keyRow(fmt.Sprintf("k%03d", g), int64(g), "v"))
 	}
-	snap, err := s.snapshot(ctx, true)
-	require.NoError(t, err)
+	snap := call(s.snapshot(ctx, true)).must(t)
 	srcs := s.sources(snap, SourceAll, func(string, string) bool { return true })
 	require.Len(t, srcs, readFanIn)
 	var objects int64
@@ -107,8 +104,7 @@ func TestFindingSmallGenerationsAreChargedWhatTheyHoldDecoded(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	g, err := s.openGroup(ctx, srcs, "")
-	require.NoError(t, err)
+	g := call(s.openGroup(ctx, srcs, "")).must(t)
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	var held int64
@@ -302,8 +298,7 @@ func TestRetrySlackNoCachedRunTookIsLeftToTheStreamedRuns(t *testing.T) {
 	})
 	s, run := compressibleRun(t, db, "windowslack")
 	db.cache.large.add(run.Path) // as a first read would find from its footer, so it streams
-	snap, err := s.snapshot(ctx, true)
-	require.NoError(t, err)
+	snap := call(s.snapshot(ctx, true)).must(t)
 	srcs := s.sources(snap, SourceAll, func(string, string) bool { return true })
 	require.Len(t, srcs, 1)
 	require.True(t, s.private(srcs[0]))

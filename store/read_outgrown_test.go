@@ -75,8 +75,7 @@ func TestFindingReadOutgrowingItsReportedSizeIsCharged(t *testing.T) {
 	require.Equal(t, object[:100<<10], got)
 	require.Equal(t, requests[1]+requests[2], r.toPack, "the grown object is counted once")
 	for _, n := range requests[1:] {
-		buf, err := r.alloc(n)(int(n))
-		require.NoError(t, err)
+		buf := call(r.alloc(n)(int(n))).must(t)
 		require.Equal(t, int(n), cap(buf))
 	}
 	require.Equal(t, a.Allocated(), rb.Allocated(), "every buffer is charged to the budget")

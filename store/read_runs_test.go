@@ -53,8 +53,7 @@ func TestGetFromRunsPagedByRowGroups(t *testing.T) {
 	call(s.MergeAll(ctx)).must(t)
 	base := call(s.loadBase(ctx)).must(t)
 	require.GreaterOrEqual(t, len(base.Runs), 2)
-	r, err := openRunBatches(ctx, nil, getObject(t, db.bucket, base.Runs[0].Path), s.codec, "run")
-	require.NoError(t, err)
+	r := call(openRunBatches(ctx, nil, getObject(t, db.bucket, base.Runs[0].Path), s.codec, "run")).must(t)
 	require.Greater(t, r.pf.NumRowGroups(), 1, "the run must have several row groups to pick from")
 	r.close()
 
@@ -127,8 +126,7 @@ func TestFindingCompressibleRunIsStreamedNotDecodedWholeOnEveryRead(t *testing.T
 	})
 	s, run := compressibleRun(t, db, "compressible")
 	require.True(t, db.cache.keeps(run.Bytes), "the object alone is one the cache keeps")
-	whole, err := decodeParquet(ctx, getObject(t, db.bucket, run.Path), s.codec, "run")
-	require.NoError(t, err)
+	whole := call(decodeParquet(ctx, getObject(t, db.bucket, run.Path), s.codec, "run")).must(t)
 	require.False(t, db.cache.keeps(whole.bytes), "decoded, the run is one the cache does not keep")
 
 	var before, after runtime.MemStats
@@ -214,8 +212,7 @@ func TestCompressibleRunsFoundOneATimeStillRead(t *testing.T) {
 			return err
 		},
 	}
-	b, err := objstore.OpenBucket(ctx, url)
-	require.NoError(t, err)
+	b := call(objstore.OpenBucket(ctx, url)).must(t)
 	ro := DefaultOptions()
 	ro.InstanceID, ro.CacheBytes, ro.ReadBudget = "reader", 8<<20, NewBudget(64<<20)
 	rdb := OpenDBOnBucket(b.WithFaults(slow), ro)

@@ -182,8 +182,7 @@ func TestReleasedRunReadInBatchesGetsItsEntryBack(t *testing.T) {
 	want := base.Runs[1]
 	call(s.Quarantine(ctx, want.Path, "set aside by the test")).must(t)
 
-	rb, err := openRunBatches(ctx, nil, getObject(t, db.bucket, want.Path), s.codec, "run")
-	require.NoError(t, err)
+	rb := call(openRunBatches(ctx, nil, getObject(t, db.bucket, want.Path), s.codec, "run")).must(t)
 	require.Less(t, rb.batchRows, int64(n), "the run is read in more than one batch")
 	rb.close()
 

@@ -190,8 +190,7 @@ func TestIdleStoreIsSealedEvictedAndReopened(t *testing.T) {
 	require.True(t, fresh.HasWriter())
 	require.Equal(t, map[string]int64{"a": 1, "b": 2, "c": 3}, allRows(t, fresh, SourceAll))
 	require.Equal(t, map[string]int64{"a": 1, "b": 2, "c": 3}, allRows(t, idle, SourceAll))
-	res, err := idle.Flush(ctx) // through the old handle: seals the fresh writer's row
-	require.NoError(t, err)
+	res := call(idle.Flush(ctx)).must(t) // through the old handle: seals the fresh writer's row
 	require.True(t, res.Sealed)
 	require.Equal(t, 1, res.Rows)
 }
@@ -401,8 +400,7 @@ func testEvictionRaces(t *testing.T, merges bool) {
 		}
 		// Each key was appended once, so a row sealed twice would show in the generations'
 		// row count.
-		sh, err := openGeneric(t, other, name).loadShard(ctx, db.Shard())
-		require.NoError(t, err)
+		sh := call(openGeneric(t, other, name).loadShard(ctx, db.Shard())).must(t)
 		sealed := int64(0)
 		for _, g := range sh.Flushed {
 			sealed += g.Rows
@@ -699,8 +697,7 @@ func TestFindingDeadWriterIsNotClaimedFromItsNewOwner(t *testing.T) {
 			before := epoch()
 
 			if by == "sweeper" {
-				_, err := s.Flush(ctx) // what the flush sweeper's next pass does with such a store
-				require.NoError(t, err)
+				require.NoError(t, errOf(s.Flush(ctx))) // what the flush sweeper's next pass does with such a store
 				require.Equal(t, before, epoch(), "the seal leaves the shard to its new owner")
 				require.False(t, s.HoldsOrphanedRows(), "and the sweeper passes it by from now on")
 			}

@@ -65,8 +65,7 @@ func s3PrefixOf(u string) string {
 // openS3Bucket opens url for the test.
 func openS3Bucket(t *testing.T, url string) *objstore.Bucket {
 	t.Helper()
-	b, err := objstore.OpenBucket(context.Background(), url)
-	require.NoError(t, err)
+	b := call(objstore.OpenBucket(context.Background(), url)).must(t)
 	t.Cleanup(func() { _ = b.Close() })
 	return b
 }

@@ -130,8 +130,7 @@ func TestFindingSealWhoseVersionLandedPublishesItOnce(t *testing.T) {
 			require.Equal(t, FlushResult{Sealed: true, Generation: 1, Rows: 2, Pending: pending}, res)
 
 			require.Len(t, call(s.loadShard(ctx, db.shard)).must(t).Flushed, pending, "the rows are sealed once")
-			gens, err := db.listGenerations(ctx, s.target, db.shard)
-			require.NoError(t, err)
+			gens := call(db.listGenerations(ctx, s.target, db.shard)).must(t)
 			require.Len(t, gens, pending)
 			require.Equal(t, map[string]int64{"a": 1, "b": 2}, allRows(t, s, SourceAll))
 		})

@@ -97,8 +97,7 @@ func TestStatsPageStaysSmall(t *testing.T) {
 		BaseBytes: math.MaxInt64, Quarantined: math.MaxInt, Next: sh.Shard, Shards: slices.Repeat([]ShardStats{sh}, MaxStatsShards),
 		Totals: ShardTotals{Shards: math.MaxInt, PendingShards: math.MaxInt, PendingGenerations: math.MaxInt,
 			PendingBytes: math.MaxInt64, MaxShardPending: math.MaxInt, OldestPending: sh.OldestPending}}
-	b, err := json.Marshal(st)
-	require.NoError(t, err)
+	b := call(json.Marshal(st)).must(t)
 	t.Logf("a page of %d worst-case shards: %d bytes", MaxStatsShards, len(b))
 	require.Less(t, len(b), 300<<10)
 }

@@ -43,17 +43,14 @@ func openTestDB(t testing.TB, url, instance string, tweak ...func(*Options)) *DB
 	for _, f := range tweak {
 		f(&opts)
 	}
-	db, err := OpenDB(context.Background(), url, opts)
-	require.NoError(t, err)
+	db := call(OpenDB(context.Background(), url, opts)).must(t)
 	t.Cleanup(func() { _ = db.Close(context.Background()) })
 	return db
 }
 
 func createGeneric(t testing.TB, db *DB, name string, seal bool) *Store {
 	t.Helper()
-	s, err := db.Create(context.Background(), Target{Kind: KindGeneric, Name: name}, CreateOptions{Schema: &testSchema, SealOnAppend: &seal})
-	require.NoError(t, err)
-	return s
+	return call(db.Create(context.Background(), Target{Kind: KindGeneric, Name: name}, CreateOptions{Schema: &testSchema, SealOnAppend: &seal})).must(t)
 }
 
 // newGenericStore opens a DB for the instance "w1" on url and creates the generic store name
@@ -89,9 +86,7 @@ func twoPrepares(t *testing.T, name string) (db *DB, s *Store, p1, p2 *PreparedM
 // onStorage reports whether key exists in b.
 func onStorage(t *testing.T, b *objstore.Bucket, key string) bool {
 	t.Helper()
-	ok, err := b.Exists(context.Background(), key)
-	require.NoError(t, err)
-	return ok
+	return call(b.Exists(context.Background(), key)).must(t)
 }
 
 // failOn returns faults that fail every operation match picks, before it runs, with err.
@@ -106,9 +101,7 @@ func failOn(err error, match func(op, key string) bool) objstore.FaultFuncs {
 
 func openGeneric(t testing.TB, db *DB, name string) *Store {
 	t.Helper()
-	s, err := db.Open(context.Background(), Target{Kind: KindGeneric, Name: name})
-	require.NoError(t, err)
-	return s
+	return call(db.Open(context.Background(), Target{Kind: KindGeneric, Name: name})).must(t)
 }
 
 func row(id string, n int64) Row { return keyRow(id, n, nil) }
@@ -790,8 +783,7 @@ func TestStalePreparation(t *testing.T) {
 	three := 3
 	wide := call(s.Prepare(ctx, PrepareParams{AttemptKey: "wide", MaxGenerations: &three})).must(t)
 	require.Len(t, wide.Generations, 3)
-	_, err := s.MergeOnce(ctx, "") // commits generations 1-2
-	require.NoError(t, err)
+	require.NoError(t, errOf(s.MergeOnce(ctx, ""))) // commits generations 1-2
 	require.ErrorIs(t, errOf(commitOne(ctx, s, wide)), ErrStalePreparation)
 	require.Equal(t, 1, call(s.Abort(ctx, wide)).must(t).Deleted)
 	call(s.MergeAll(ctx)).must(t)
@@ -869,8 +861,7 @@ func TestCreateAndOpenErrors(t *testing.T) {
 	s := openGeneric(t, db, "g")
 	require.ErrorIs(t, errOf(s.Append(ctx, []Row{{Key: "a", Values: []any{"a"}}})), ErrInvalidInput)
 	require.ErrorIs(t, errOf(s.Append(ctx, []Row{{Key: "", Values: []any{"", nil, nil}}})), ErrInvalidInput)
-	infos, err := db.ListStores(ctx, KindGeneric, "", 10)
-	require.NoError(t, err)
+	infos := call(db.ListStores(ctx, KindGeneric, "", 10)).must(t)
 	require.Len(t, infos.Stores, 1)
 	require.ErrorIs(t, errOf(db.ListStores(ctx, "bogus", "", 10)), ErrInvalidInput)
 	require.True(t, errors.Is(fmt.Errorf("wrapped: %w", ErrCorrupt), ErrCorrupt))

@@ -155,8 +155,7 @@ func TestFindingWALGroupCommitIsSplitAtTheMemtableBound(t *testing.T) {
 	}
 	appendAt(0, "a")
 	<-entered
-	w, err := s.writer(ctx)
-	require.NoError(t, err)
+	w := call(s.writer(ctx)).must(t)
 	appendAt(1, "b")
 	appendAt(2, "c")
 	for len(w.reqs) < 2 {
@@ -171,15 +170,12 @@ func TestFindingWALGroupCommitIsSplitAtTheMemtableBound(t *testing.T) {
 	require.NotEqual(t, results[1].WALPosition, results[2].WALPosition, "b and c, queued together, share a WAL object")
 	for key, data := range written {
 		require.LessOrEqual(t, int64(len(data)), db.walReadLimit(), key)
-		ipc, err := unframeWAL(data, key)
-		require.NoError(t, err)
-		recs, err := decodeIPC(memory.DefaultAllocator, ipc, s.codec, key)
-		require.NoError(t, err)
+		ipc := call(unframeWAL(data, key)).must(t)
+		recs := call(decodeIPC(memory.DefaultAllocator, ipc, s.codec, key)).must(t)
 		var rows []Row
 		for _, rec := range recs {
 			for i := range int(rec.NumRows()) {
-				r, err := s.codec.RowAt(rec, i)
-				require.NoError(t, err)
+				r := call(s.codec.RowAt(rec, i)).must(t)
 				rows = append(rows, r)
 			}
 		}
@@ -214,10 +210,8 @@ func TestWALObjectBytesAreBoundedByTheDecodedEstimate(t *testing.T) {
 		fields = append(fields, Field{Name: fmt.Sprintf("f%0127d", i), Type: types[i%len(types)], Nullable: true})
 	}
 	db := openTestDB(t, newMemURL(), "w1")
-	s, err := db.Create(context.Background(), Target{Kind: KindGeneric, Name: "wide"}, CreateOptions{Schema: &Schema{Fields: fields}})
-	require.NoError(t, err)
-	w, err := s.writer(context.Background())
-	require.NoError(t, err)
+	s := call(db.Create(context.Background(), Target{Kind: KindGeneric, Name: "wide"}, CreateOptions{Schema: &Schema{Fields: fields}})).must(t)
+	w := call(s.writer(context.Background())).must(t)
 
 	value := map[FieldType]any{"int64": int64(-1), "float64": 1.5, "timestamp": time.Unix(1, 0).UTC(),
 		"string": "", "binary": []byte{}, "bool": true}

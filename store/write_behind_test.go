@@ -23,8 +23,7 @@ func TestWriteBehindKeepsBytesInOrder(t *testing.T) {
 			p[i] = byte(rng.Uint32())
 		}
 		want.Write(p)
-		m, err := wb.Write(p)
-		require.NoError(t, err)
+		m := call(wb.Write(p)).must(t)
 		require.Equal(t, n, m)
 	}
 	require.NoError(t, wb.close())

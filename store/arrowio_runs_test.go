@@ -70,8 +70,7 @@ func TestRunBatchesStayWithinTheirWindow(t *testing.T) {
 	res := mustReserve(t, budget, 1<<30)
 	defer res.Release()
 	acct := newPeakAlloc(newMemAccount(res, budget))
-	rb, err = openRunBatches(ctx, acct, data, c, "run")
-	require.NoError(t, err)
+	rb = call(openRunBatches(ctx, acct, data, c, "run")).must(t)
 	rows, batches := 0, 0
 	for {
 		f := call(rb.next(ctx)).must(t)
@@ -130,8 +129,7 @@ func TestRunWindowOfAHugeFooterClaimDoesNotWrap(t *testing.T) {
 	out := append(append([]byte(nil), data[:start]...), patched...)
 	out = append(binary.LittleEndian.AppendUint32(out, uint32(len(patched))), "PAR1"...)
 
-	rb, err = openRunBatches(ctx, acct, out, s.codec, "run")
-	require.NoError(t, err)
+	rb = call(openRunBatches(ctx, acct, out, s.codec, "run")).must(t)
 	defer rb.close()
 	require.Equal(t, int64(1<<62+4), rb.pf.MetaData().RowGroup(0).TotalByteSize())
 	for {

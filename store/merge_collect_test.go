@@ -222,8 +222,7 @@ func TestCollectorsSkipForeignKeys(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, n)
 	require.Equal(t, float64(len(data)), foreignCount(m, foreignStaging))
-	n, err = s.collectSettledClaims(ctx, []string{db.Shard()})
-	require.NoError(t, err)
+	n = call(s.collectSettledClaims(ctx, []string{db.Shard()})).must(t)
 	require.Zero(t, n)
 	require.Equal(t, float64(len(claims)+1), foreignCount(m, foreignClaims))
 	requireStillThere(t, db, append(append(data, lookalike), claims...)...)
@@ -248,8 +247,7 @@ func TestCollectorsAreBoundedPerRound(t *testing.T) {
 		n, err := s.collectAbandonedStaged(ctx, nil)
 		require.NoError(t, err)
 		require.Equal(t, want, n, "staged runs")
-		n, err = s.collectSettledClaims(ctx, []string{shard})
-		require.NoError(t, err)
+		n = call(s.collectSettledClaims(ctx, []string{shard})).must(t)
 		require.Equal(t, want, n, "claims")
 	}
 }

@@ -276,8 +276,7 @@ func TestPassGenerationsFitAPayload(t *testing.T) {
 	plan, err := planMerge(pending, mergeCaps{}, nil)
 	require.NoError(t, err)
 	require.Equal(t, MaxPassGenerations, len(plan.gens))
-	plan, err = planMerge(pending, mergeCaps{maxGens: 100_000}, nil)
-	require.NoError(t, err)
+	plan = call(planMerge(pending, mergeCaps{maxGens: 100_000}, nil)).must(t)
 	require.Equal(t, MaxPassGenerations, len(plan.gens))
 
 	gens := make([]uint64, MaxPassGenerations)

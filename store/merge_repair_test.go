@@ -27,8 +27,7 @@ func TestRepairFinishesAnInterruptedCommit(t *testing.T) {
 	require.Empty(t, genFilesOnDisk(t, s, db.Shard()))
 	require.Equal(t, want, allRows(t, s, SourceBase))
 
-	res, err = s.Repair(ctx, RepairParams{})
-	require.NoError(t, err)
+	res = call(s.Repair(ctx, RepairParams{})).must(t)
 	require.Zero(t, res)
 }
 

@@ -92,8 +92,7 @@ func TestFindingOversizedManifestVersionIsRefused(t *testing.T) {
 	require.ErrorContains(t, err, "longer than")
 
 	require.NoError(t, w.bucket.Put(ctx, next, padded(`{"version":1,"runs":[],"watermarks":{}}`, limit)))
-	r, err = openTestDB(t, url, "r2", lower).Open(ctx, s.Target())
-	require.NoError(t, err)
+	r = call(openTestDB(t, url, "r2", lower).Open(ctx, s.Target())).must(t)
 	page, err := r.List(ctx, ListOptions{Source: SourceAll, Limit: 10})
 	require.NoError(t, err, "a version of the limit's size is read")
 	require.Len(t, page.Rows, 1)

@@ -70,8 +70,7 @@ func TestFindingReadOutgrowingItsReportedSizeIsCharged(t *testing.T) {
 	res = mustReserve(t, rb, arenaEstimate(requests)+int64(len(requests))*decodedFileHeap)
 	a = newMemAccount(res, rb)
 	r := newReadArena(a, requests)
-	got, err = readOutgrowing(r.alloc(requests[0]), object[:100<<10], 0, 100<<10)
-	require.NoError(t, err)
+	got = call(readOutgrowing(r.alloc(requests[0]), object[:100<<10], 0, 100<<10)).must(t)
 	require.Equal(t, object[:100<<10], got)
 	require.Equal(t, requests[1]+requests[2], r.toPack, "the grown object is counted once")
 	for _, n := range requests[1:] {

@@ -666,8 +666,7 @@ func TestFindingReleaseBeforeEvictionAtPendingMaxIsNoticed(t *testing.T) {
 	db := openTestDB(t, url, "w", func(o *Options) { o.ResidentStoresMax, o.ResidentIdle, o.PendingMax = 1, 0, 2 })
 	_, err := openGeneric(t, db, "held").Append(ctx, []Row{row("y", 8)}) // claims the shard past "x", then is refused
 	require.ErrorIs(t, err, ErrTooManyPending)
-	_, err = operator.Release(ctx, wal) // fences the writer, which has not read the manifest since
-	require.NoError(t, err)
+	require.NoError(t, errOf(operator.Release(ctx, wal))) // fences the writer, which has not read the manifest since
 
 	createGeneric(t, db, "other", false) // over the max: tries to evict "held"
 	createGeneric(t, db, "third", false) // and again: this eviction claims the shard and replays "x"

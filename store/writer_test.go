@@ -39,8 +39,7 @@ func TestFindingClaimRacingANewerOwnersSealIsFenced(t *testing.T) {
 	require.ErrorIs(t, err, ErrFenced)
 	require.NotErrorIs(t, err, ErrNotFound)
 
-	_, err = s.Append(ctx, []Row{row("c", 3)}) // a client's retry claims the shard again
-	require.NoError(t, err)
+	require.NoError(t, errOf(s.Append(ctx, []Row{row("c", 3)}))) // a client's retry claims the shard again
 	flush(t, s)
 	reader := openGeneric(t, openTestDB(t, url, "r"), "raced")
 	require.Equal(t, map[string]int64{"a": 1, "b": 2, "c": 3}, allRows(t, reader, SourceAll))

@@ -88,8 +88,7 @@ func TestCompactionPastItsPublishWindowDoesNotPublish(t *testing.T) {
 	require.Equal(t, before.Version, call(s.loadBase(ctx)).must(t).Version, "nothing was published")
 	require.Empty(t, listKeys(t, db.bucket, dataPrefix(s.target)+compactRunNamePrefix), "the pass deleted its own output")
 
-	res, err := s.CompactBase(ctx, CompactParams{MaxRuns: -1}) // a pass in time publishes
-	require.NoError(t, err)
+	res := call(s.CompactBase(ctx, CompactParams{MaxRuns: -1})).must(t) // a pass in time publishes
 	require.True(t, res.Committed)
 }
 
@@ -110,8 +109,7 @@ func TestAbandonedCompactionOutputsAreCollected(t *testing.T) {
 		return nil
 	}})
 	require.Error(t, errOf(openGeneric(t, dead, "orphans").CompactBase(ctx, CompactParams{MaxRuns: -1})))
-	orphans, err := db.bucket.List(ctx, dataPrefix(s.target)+compactRunNamePrefix)
-	require.NoError(t, err)
+	orphans := call(db.bucket.List(ctx, dataPrefix(s.target)+compactRunNamePrefix)).must(t)
 	require.Len(t, orphans, 1, "the dead pass left its output")
 	foreign := dataPrefix(s.target) + compactRunNamePrefix + "copy-of-a-run.parquet"
 	require.NoError(t, db.bucket.Put(ctx, foreign, []byte("not ours")))

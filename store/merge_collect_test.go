@@ -126,8 +126,7 @@ func TestRoundCommitCollectsAbandonedStagedRuns(t *testing.T) {
 	lost = call(s.Prepare(ctx, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-f/2", MaxGenerations: intPtr(1)})).must(t)
 	won = call(s.Prepare(ctx, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-g/2", MaxGenerations: intPtr(1)})).must(t)
 	publishOnly(t, s, won)
-	n, err := s.collectAbandonedStaged(ctx, nil)
-	require.NoError(t, err)
+	n := call(s.collectAbandonedStaged(ctx, nil)).must(t)
 	require.Zero(t, n)
 	require.True(t, stagedExists(t, s, lost))
 	require.Equal(t, want, allRows(t, s, SourceAll))
@@ -153,8 +152,7 @@ func TestRoundCommitCollectsSettledClaims(t *testing.T) {
 	require.False(t, claimExists(t, s, cancelled), "the round that covered the range collected the claim")
 
 	ops := counter.count(func() {
-		n, err := s.collectSettledClaims(ctx, []string{db.Shard()})
-		require.NoError(t, err)
+		n := call(s.collectSettledClaims(ctx, []string{db.Shard()})).must(t)
 		require.Zero(t, n)
 	})
 	require.Equal(t, map[string]int{objstore.OpList: 1}, ops, "the claim collector's cost when it finds nothing")
@@ -218,8 +216,7 @@ func TestCollectorsSkipForeignKeys(t *testing.T) {
 	putForeign(t, db, append(append(append([]string{}, data...), lookalike), claims...)...)
 	require.NoError(t, db.bucket.Put(ctx, attempts+strings.Repeat("1", 24)+".json", []byte(`{"state":"abort"}`)))
 
-	n, err := s.collectAbandonedStaged(ctx, nil)
-	require.NoError(t, err)
+	n := call(s.collectAbandonedStaged(ctx, nil)).must(t)
 	require.Zero(t, n)
 	require.Equal(t, float64(len(data)), foreignCount(m, foreignStaging))
 	n = call(s.collectSettledClaims(ctx, []string{db.Shard()})).must(t)
@@ -244,8 +241,7 @@ func TestCollectorsAreBoundedPerRound(t *testing.T) {
 		require.NoError(t, db.bucket.Put(ctx, s.claimKey(claim), []byte(`{"state":"abort","attempt_key":"`+attempt+`","through":1}`)))
 	}
 	for _, want := range []int{collectPerRound, 1, 0} {
-		n, err := s.collectAbandonedStaged(ctx, nil)
-		require.NoError(t, err)
+		n := call(s.collectAbandonedStaged(ctx, nil)).must(t)
 		require.Equal(t, want, n, "staged runs")
 		n = call(s.collectSettledClaims(ctx, []string{shard})).must(t)
 		require.Equal(t, want, n, "claims")

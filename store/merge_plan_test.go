@@ -107,8 +107,7 @@ func TestPlanMerge(t *testing.T) {
 func TestMergePlanRefit(t *testing.T) {
 	b := &planBudget{limit: 100 * mib, others: 55 * mib, initial: mergeFootprint(readBufferBytes(8 * mib))}
 	grow := b.grow(t)
-	plan, err := planMerge(gensOf(8*mib, 8*mib), mergeCaps{}, grow)
-	require.NoError(t, err)
+	plan := call(planMerge(gensOf(8*mib, 8*mib), mergeCaps{}, grow)).must(t)
 	require.Equal(t, []uint64{1, 2}, plan.generations())
 
 	// Same sizes decoded: nothing changes.
@@ -273,8 +272,7 @@ func TestPassGenerationsFitAPayload(t *testing.T) {
 	for i := range pending {
 		pending[i] = manifest.Gen{Gen: uint64(i + 1), Bytes: 1 << 10}
 	}
-	plan, err := planMerge(pending, mergeCaps{}, nil)
-	require.NoError(t, err)
+	plan := call(planMerge(pending, mergeCaps{}, nil)).must(t)
 	require.Equal(t, MaxPassGenerations, len(plan.gens))
 	plan = call(planMerge(pending, mergeCaps{maxGens: 100_000}, nil)).must(t)
 	require.Equal(t, MaxPassGenerations, len(plan.gens))

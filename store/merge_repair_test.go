@@ -21,8 +21,7 @@ func TestRepairFinishesAnInterruptedCommit(t *testing.T) {
 	require.Nil(t, call(s.Prepare(ctx, PrepareParams{AttemptKey: "wf/2"})).must(t), "nothing above the watermark")
 	require.Len(t, genFilesOnDisk(t, s, db.Shard()), 3, "Prepare repairs nothing")
 
-	res, err := s.Repair(ctx, RepairParams{})
-	require.NoError(t, err)
+	res := call(s.Repair(ctx, RepairParams{})).must(t)
 	require.Equal(t, RepairResult{Drained: 3, Deleted: 3}, res)
 	require.Empty(t, genFilesOnDisk(t, s, db.Shard()))
 	require.Equal(t, want, allRows(t, s, SourceBase))

@@ -45,8 +45,7 @@ func TestStatsPagesShards(t *testing.T) {
 	after := ""
 	for pages := 1; ; pages++ {
 		require.LessOrEqual(t, pages, 4, "paging does not end")
-		p, err := s.StatsPage(ctx, after, 3)
-		require.NoError(t, err)
+		p := call(s.StatsPage(ctx, after, 3)).must(t)
 		require.LessOrEqual(t, len(p.Shards), 3)
 		require.Equal(t, all.Totals, p.Totals, "every page carries the totals of every shard")
 		require.Equal(t, all.Rows, p.Rows)
@@ -67,8 +66,7 @@ func TestStatsPagesShards(t *testing.T) {
 	require.Equal(t, names, seen, "each shard once, in order")
 
 	// A page that ends at the last shard has no next; limit 0 lists none.
-	p, err := s.StatsPage(ctx, names[3], 3)
-	require.NoError(t, err)
+	p := call(s.StatsPage(ctx, names[3], 3)).must(t)
 	require.Len(t, p.Shards, 3)
 	require.Empty(t, p.Next)
 	p = call(s.StatsPage(ctx, "", 0)).must(t)

@@ -75,8 +75,7 @@ func TestChecksumRefusesDamagedObjectsBeforeDecoding(t *testing.T) {
 			require.Contains(t, err.Error(), key)
 			require.ErrorIs(t, errOf(s.List(ctx, ListOptions{})), ErrCorrupt)
 			if !tc.run {
-				_, err = s.Prepare(ctx, PrepareParams{AttemptKey: "after-damage"})
-				require.ErrorIs(t, err, ErrCorrupt, "a merge never folds a damaged generation into the base")
+				require.ErrorIs(t, errOf(s.Prepare(ctx, PrepareParams{AttemptKey: "after-damage"})), ErrCorrupt, "a merge never folds a damaged generation into the base")
 			}
 		})
 	}

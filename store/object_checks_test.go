@@ -141,8 +141,7 @@ func TestObjectSizeMustMatchItsManifest(t *testing.T) {
 			seal(t, s, rows...)
 			editFlushed(t, s, func(g *manifest.Gen) { g.Bytes = 1 })
 			requireReadsCorrupt(t, u, "k00001")
-			_, err := openGeneric(t, openTestDB(t, db.bucket.URL(), "w1"), "oc").Prepare(context.Background(), PrepareParams{AttemptKey: "wf/y"})
-			require.ErrorIs(t, err, ErrCorrupt)
+			require.ErrorIs(t, errOf(openGeneric(t, openTestDB(t, db.bucket.URL(), "w1"), "oc").Prepare(context.Background(), PrepareParams{AttemptKey: "wf/y"})), ErrCorrupt)
 		})
 	}
 }

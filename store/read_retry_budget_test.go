@@ -69,7 +69,6 @@ func TestEveryBudgetRefusalOfAReadIsCountedOnce(t *testing.T) {
 		require.ErrorIs(t, errOf(resnapshotOnMissing(ctx, s, func() (int, error) { return 0, refusal })), ErrBudgetBusy)
 		require.Equal(t, float64(i+1), testutil.ToFloat64(m.ReadsBudgetBusy), "refusal %d: %v", i, refusal)
 	}
-	_, err := resnapshotOnMissing(ctx, s, func() (int, error) { return 0, ErrInvalidInput })
-	require.ErrorIs(t, err, ErrInvalidInput)
+	require.ErrorIs(t, errOf(resnapshotOnMissing(ctx, s, func() (int, error) { return 0, ErrInvalidInput })), ErrInvalidInput)
 	require.Equal(t, float64(len(refusals)), testutil.ToFloat64(m.ReadsBudgetBusy), "another error is not counted")
 }

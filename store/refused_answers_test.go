@@ -34,8 +34,7 @@ func TestStorageAnswersRefusedAreCounted(t *testing.T) {
 	}
 	db := openTestDB(t, s3test.BucketURL(srv.URL, "b"), "w1", func(o *Options) { o.Metrics = m })
 
-	_, err := db.ListStores(context.Background(), KindGeneric, "", 10)
-	require.ErrorContains(t, err, "storage answered a malformed listing")
+	require.ErrorContains(t, errOf(db.ListStores(context.Background(), KindGeneric, "", 10)), "storage answered a malformed listing")
 	require.Equal(t, 1.0, testutil.ToFloat64(m.StorageAnswersRefused.WithLabelValues(objstore.RefusedMalformedListing)))
 	require.Equal(t, len(objstore.RefusedReasons()), testutil.CollectAndCount(m.StorageAnswersRefused),
 		"no reason but the listed ones")

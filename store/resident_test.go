@@ -689,8 +689,7 @@ func TestFindingDeadWriterIsNotClaimedFromItsNewOwner(t *testing.T) {
 			appendRows(t, s, row("a", 1))
 			owner := openGeneric(t, openTestDB(t, url, "w"), "fenced") // the same instance id: the same shard
 			appendRows(t, owner, row("b", 2))                          // claims the shard and replays "a"
-			_, err := s.Flush(ctx)
-			require.ErrorIs(t, err, ErrFenced, "the seal finds the new owner's epoch: the writer is dead")
+			require.ErrorIs(t, errOf(s.Flush(ctx)), ErrFenced, "the seal finds the new owner's epoch: the writer is dead")
 			require.True(t, s.HoldsOrphanedRows(), "not known yet whether anybody replays its rows")
 			epoch := func() uint64 { return call(owner.loadShard(ctx, db.Shard())).must(t).WriterEpoch }
 			before := epoch()

@@ -666,8 +666,7 @@ func TestSealOnAppendIsVisibleEverywhereAndSurvivesReopen(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, dg.meta.SealOnAppend)
 	f := false
-	_, err = db2.Create(ctx, Target{Kind: KindDatagen, Name: "dg2"}, CreateOptions{SealOnAppend: &f})
-	require.ErrorIs(t, err, ErrInvalidInput)
+	require.ErrorIs(t, errOf(db2.Create(ctx, Target{Kind: KindDatagen, Name: "dg2"}, CreateOptions{SealOnAppend: &f})), ErrInvalidInput)
 }
 
 func TestReadCapsWarnAndRefuse(t *testing.T) {
@@ -853,11 +852,9 @@ func TestCreateAndOpenErrors(t *testing.T) {
 	require.ErrorIs(t, err, ErrAlreadyExists)
 	require.ErrorIs(t, errOf(db.Open(ctx, Target{Kind: KindGeneric, Name: "nope"})), ErrNotFound)
 	for _, bad := range []string{"", "..", "a/b", "a:b", "_registry", ".hidden", strings.Repeat("x", 200)} {
-		_, err = db.Create(ctx, Target{Kind: KindGeneric, Name: bad}, CreateOptions{Schema: &testSchema})
-		require.ErrorIs(t, err, ErrInvalidInput, bad)
+		require.ErrorIs(t, errOf(db.Create(ctx, Target{Kind: KindGeneric, Name: bad}, CreateOptions{Schema: &testSchema})), ErrInvalidInput, bad)
 	}
-	_, err = db.Create(ctx, Target{Kind: KindGeneric, Name: "noschema"}, CreateOptions{})
-	require.ErrorIs(t, err, ErrInvalidInput)
+	require.ErrorIs(t, errOf(db.Create(ctx, Target{Kind: KindGeneric, Name: "noschema"}, CreateOptions{})), ErrInvalidInput)
 	s := openGeneric(t, db, "g")
 	require.ErrorIs(t, errOf(s.Append(ctx, []Row{{Key: "a", Values: []any{"a"}}})), ErrInvalidInput)
 	require.ErrorIs(t, errOf(s.Append(ctx, []Row{{Key: "", Values: []any{"", nil, nil}}})), ErrInvalidInput)

@@ -88,8 +88,7 @@ func TestFindingHugeStrayWALObjectCostsNoMemoryUnderAMemoryLimit(t *testing.T) {
 
 	// The live writer's next position is the stray's: its put finds it taken, and it reads no
 	// more than its own object's bytes to learn the object is not its own.
-	_, err = s.Append(ctx, []Row{row("b", 2)})
-	require.ErrorIs(t, err, ErrCorrupt, "fenced, the append claims the shard again and meets the stray")
+	require.ErrorIs(t, errOf(s.Append(ctx, []Row{row("b", 2)})), ErrCorrupt, "fenced, the append claims the shard again and meets the stray")
 
 	owner := openTestDB(t, root, "w1")
 	so := openGeneric(t, owner, "stray")
@@ -248,8 +247,7 @@ func TestFindingWALCommitterWritesNoObjectOverTheReadLimit(t *testing.T) {
 	appendRows(t, s, row("a", 1))
 	before, _ := lastWAL(t, db, s)
 
-	_, err := s.Append(ctx, []Row{{Key: "big", Values: []any{"big", int64(2), strings.Repeat("x", limit)}}})
-	require.ErrorIs(t, err, ErrAppendTooLarge)
+	require.ErrorIs(t, errOf(s.Append(ctx, []Row{{Key: "big", Values: []any{"big", int64(2), strings.Repeat("x", limit)}}})), ErrAppendTooLarge)
 	after, _ := lastWAL(t, db, s)
 	require.Equal(t, before, after, "a WAL object over the read limit was written")
 

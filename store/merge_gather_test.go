@@ -105,9 +105,7 @@ func TestMergeReadsKeepThePrefixWhateverTheReadOrder(t *testing.T) {
 			r.Release()
 		}
 	}()
-	for budget.Waiting() == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, "the request for the rest to queue", func() bool { return budget.Waiting() > 0 })
 	acct := newMemAccount(res, budget)
 	files, frees, err := s.readGensForMerge(ctx, acct, db.shard, gens, nil)
 	require.NoError(t, err)

@@ -157,9 +157,7 @@ func TestFindingWALGroupCommitIsSplitAtTheMemtableBound(t *testing.T) {
 	w := call(s.writer(ctx)).must(t)
 	appendAt(1, "b")
 	appendAt(2, "c")
-	for len(w.reqs) < 2 {
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, "b and c to queue", func() bool { return len(w.reqs) >= 2 })
 	close(release)
 	wg.Wait()
 	for i, err := range errs {

@@ -165,7 +165,12 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 	rows := (1 << 20) / (payload + 64)
 	var dRates, ratios, dP50 []float64
 	seq := int64(0)
+	// mergeVia writes one generation to sv's store and times the MergeWal that merges it.
 	mergeVia := func(sv *overheadServer) (time.Duration, error) {
+		seq++
+		if err := writeGenerations(ctx, sv.viaWF, 1, rows, payload, 1<<30, seq<<20); err != nil {
+			return 0, err
+		}
 		t0 := time.Now()
 		run, err := contract.StartMergeWal(ctx, sv.tenv.client, sv.viaWF.Target(), contract.MergeWalInput{})
 		if err != nil {
@@ -197,10 +202,6 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 		var dLat []time.Duration
 		for i := 0; i < merges; i++ {
 			for k, sv := range servers {
-				seq++
-				if err := writeGenerations(ctx, sv.viaWF, 1, rows, payload, 1<<30, seq<<20); err != nil {
-					return err
-				}
 				d, err := mergeVia(sv)
 				if err != nil {
 					return err
@@ -340,10 +341,6 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 	nSweeps := max(o.reps(), 5)
 	for rep := 0; rep < nSweeps; rep++ {
 		sv := servers[0]
-		seq++
-		if err := writeGenerations(ctx, sv.viaWF, 1, rows, payload, 1<<30, seq<<20); err != nil {
-			return err
-		}
 		merge, err := mergeVia(sv)
 		if err != nil {
 			return err

@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"sync"
 	"testing"
@@ -95,6 +96,15 @@ type fakeTable struct {
 	rounds [][]string
 	// staleOnce: the next round that includes the shard reports it stale.
 	staleOnce map[string]bool
+}
+
+// shardsEach is n shards named by format from their index, each with gens pending generations.
+func shardsEach(format string, n, gens int) map[string]int {
+	pending := make(map[string]int, n)
+	for i := range n {
+		pending[fmt.Sprintf(format, i)] = gens
+	}
+	return pending
 }
 
 func newFakeTable(target string, perPass int, pending map[string]int) *fakeTable {

@@ -23,10 +23,7 @@ func TestMergeWalResultOfManyShardsStaysBounded(t *testing.T) {
 	const shards = 70
 	require.Greater(t, shards, contract.MaxRoundShards, "more shards than one round takes")
 	require.Greater(t, shards/5*3, contract.MaxResultShards, "more failed shards than a result lists")
-	pending := map[string]int{}
-	for i := range shards {
-		pending[fmt.Sprintf("s%04d", i)] = 1
-	}
+	pending := shardsEach("s%04d", shards, 1)
 	f := newFakeTable("generic:wide", 1, pending)
 	long := strings.Repeat("x", contract.MaxFailureTextBytes)
 	env.OnActivity(contract.PrepareActivity, anyCtx, anyArg).Return(func(ctx context.Context, p contract.PrepareParams) (contract.PrepareResult, error) {
@@ -80,10 +77,7 @@ func TestMergeWalResultOf2000ShardsStaysBounded(t *testing.T) {
 // A run that started before merge-result-capped lists every shard, as before.
 func TestMergeWalResultOldPathListsEveryShard(t *testing.T) {
 	env := newEnv(t)
-	pending := map[string]int{}
-	for i := range contract.MaxResultShards + 8 {
-		pending[fmt.Sprintf("s%02d", i)] = 1
-	}
+	pending := shardsEach("s%02d", contract.MaxResultShards+8, 1)
 	f := newFakeTable("generic:wide", 1, pending)
 	mockTable(env, f)
 	env.OnGetVersion(resultCappedChange, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
@@ -96,10 +90,7 @@ func TestMergeWalResultOldPathListsEveryShard(t *testing.T) {
 // The cap is the result's only: a continue-as-new carries every shard.
 func TestMergeWalCarriesEveryShardPastTheResultCap(t *testing.T) {
 	env := newEnv(t)
-	pending := map[string]int{}
-	for i := range contract.MaxResultShards + 8 {
-		pending[fmt.Sprintf("s%02d", i)] = 2
-	}
+	pending := shardsEach("s%02d", contract.MaxResultShards+8, 2)
 	f := newFakeTable("generic:wide", 1, pending)
 	mockTable(env, f)
 	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:wide", PassesPerWorkflowRun: contract.MaxResultShards + 8})

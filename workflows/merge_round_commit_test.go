@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -21,10 +20,7 @@ import (
 // round, so rounds widen exactly when commits are the bottleneck.
 func TestMergeWalRoundCommitsSeveralShardsAtOnce(t *testing.T) {
 	env := newEnv(t)
-	pending := map[string]int{}
-	for i := 0; i < 8; i++ {
-		pending[fmt.Sprintf("s%d", i)] = 4
-	}
+	pending := shardsEach("s%d", 8, 4)
 	f := newFakeTable("generic:hot", 2, pending)
 	mockTimedTable(env, f, time.Second, 2*time.Second)
 	in := trackInflight(env)
@@ -81,10 +77,7 @@ func TestMergeWalSerialPreparesBatchIntoRounds(t *testing.T) {
 func TestMergeWalRoundCommitRespectsTheCap(t *testing.T) {
 	for _, c := range []struct{ shards, cap, rounds int }{{5, 2, 3}, {3, 1, 3}} {
 		env := newEnv(t)
-		pending := map[string]int{}
-		for i := range c.shards {
-			pending[fmt.Sprintf("s%d", i)] = 2
-		}
+		pending := shardsEach("s%d", c.shards, 2)
 		f := newFakeTable("generic:hot", 2, pending)
 		// A commit takes time, so what becomes ready meanwhile waits for the next round.
 		mockTimedTable(env, f, time.Second, 2*time.Second)
@@ -103,10 +96,7 @@ func TestMergeWalRoundCommitRespectsTheCap(t *testing.T) {
 func TestMergeWalRoundSizeIsMaxRoundShards(t *testing.T) {
 	env := newEnv(t)
 	// 60 shards of one pass each (fewer than the 100 passes before continue-as-new).
-	pending := map[string]int{}
-	for i := 0; i < 60; i++ {
-		pending[fmt.Sprintf("s%03d", i)] = 2
-	}
+	pending := shardsEach("s%03d", 60, 2)
 	f := newFakeTable("generic:hot", 2, pending)
 	// The first commit takes long enough for every other shard to prepare meanwhile.
 	mockTimedTable(env, f, time.Second, time.Minute)
@@ -160,10 +150,7 @@ func TestMergeWalStaleShardInRoundIsAbortedAndPreparedAgain(t *testing.T) {
 func TestMergeWalHotRoundsCommitOnce(t *testing.T) {
 	run := func(version workflow.Version) [][]string {
 		env := newEnv(t)
-		pending := map[string]int{}
-		for i := range 6 {
-			pending[fmt.Sprintf("s%d", i)] = 2
-		}
+		pending := shardsEach("s%d", 6, 2)
 		f := newFakeTable("generic:hot", 2, pending)
 		mockTimedTable(env, f, time.Second, time.Second)
 		env.OnGetVersion(hotRoundCommitsChange, workflow.DefaultVersion, 1).Return(version)

@@ -150,7 +150,8 @@ bench2_pid=$!
 plain=(./test/fleet ./test/backends)
 unraced=(./contract ./internal/jsonscan ./store/manifest ./store/rowcodec ./target
   ./internal/actioncount ./cmd/walkeeper-bench ./temporaladmin ./test/lint ./test/deploy/...
-  ./test/duckdb ./internal/testkit/s3test ./internal/testkit/walkeeperproc ./internal/testkit/testtemporal)
+  ./test/duckdb ./internal/testkit/s3test ./internal/testkit/walkeeperproc ./internal/testkit/testtemporal
+  ./internal/testkit/promtext)
 stamp "== beside it: go test ${plain[*]} ${unraced[*]}, then ./store -run 'UnderAMemoryLimit\$' (log: $plog)"
 (
   export WALKEEPER_TEST_TIMES="$PWD/$times_dir/plain"

@@ -1,7 +1,6 @@
 package hostile
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"context"
@@ -29,6 +28,8 @@ import (
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
+	"github.com/stretchr/testify/require"
+	"github.com/walkeeper/walkeeper/internal/testkit/promtext"
 	"github.com/walkeeper/walkeeper/internal/testkit/walkeeperproc"
 )
 
@@ -469,25 +470,9 @@ func (w *worker) pendingGenerations(t *testing.T, name string) int {
 // metricSum is the sum of every series of a metric family on /metrics (0 when absent).
 func (w *worker) metricSum(t *testing.T, family string) float64 {
 	t.Helper()
-	r := w.mustOK(t, http.MethodGet, "/metrics", nil)
-	var sum float64
-	sc := bufio.NewScanner(bytes.NewReader(r.Body))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, family) {
-			continue
-		}
-		rest := line[len(family):]
-		if rest == "" || (rest[0] != '{' && rest[0] != ' ') {
-			continue
-		}
-		f := strings.Fields(line)
-		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
-			sum += v
-		}
-	}
-	return sum
+	fams, err := promtext.Scrape(context.Background(), w.url("/metrics"))
+	require.NoError(t, err)
+	return promtext.Sum(fams[family])
 }
 
 // --- storage root ------------------------------------------------------------------------

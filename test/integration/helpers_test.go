@@ -1,19 +1,15 @@
 package integration
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -27,10 +23,12 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/stretchr/testify/require"
 	"github.com/walkeeper/walkeeper/activities"
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/actioncount"
 	"github.com/walkeeper/walkeeper/internal/testkit/apitest"
+	"github.com/walkeeper/walkeeper/internal/testkit/promtext"
 	"github.com/walkeeper/walkeeper/internal/testkit/testtemporal"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/store/objstore"
@@ -484,40 +482,23 @@ func (a api) pending(name string) int {
 }
 
 // scrapeMetric is the value of the first series of metric on the /metrics of the worker at
-// addr whose labels include every one of labels (`name="value"`); -1 when there is none.
+// addr that has every label of labels (name, value pairs); -1 when there is none.
 func scrapeMetric(addr, metric string, labels ...string) (float64, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, "GET", "http://"+addr+"/metrics", nil)
+	fams, err := promtext.Scrape(context.Background(), "http://"+addr+"/metrics")
 	if err != nil {
 		return 0, err
 	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
+	if v, ok := promtext.Value(fams[metric], labels...); ok {
+		return v, nil
 	}
-	defer res.Body.Close()
-	sc := bufio.NewScanner(res.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		l := sc.Text()
-		i := strings.LastIndexByte(l, ' ')
-		if i < 0 || (l[:i] != metric && !strings.HasPrefix(l, metric+"{")) ||
-			slices.ContainsFunc(labels, func(lb string) bool { return !strings.Contains(l[:i], lb) }) {
-			continue
-		}
-		return strconv.ParseFloat(l[i+1:], 64)
-	}
-	return -1, sc.Err()
+	return -1, nil
 }
 
 // metricValue is scrapeMetric that fails t when /metrics cannot be read.
 func metricValue(t *testing.T, addr, metric string, labels ...string) float64 {
 	t.Helper()
 	v, err := scrapeMetric(addr, metric, labels...)
-	if err != nil {
-		t.Fatalf("%s at %s: %v", metric, addr, err)
-	}
+	require.NoError(t, err, "%s at %s", metric, addr)
 	return v
 }
 

@@ -13,7 +13,9 @@ import (
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/sdk/converter"
 
+	"github.com/stretchr/testify/require"
 	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/internal/testkit/promtext"
 	"github.com/walkeeper/walkeeper/temporaladmin"
 	"github.com/walkeeper/walkeeper/worker"
 )
@@ -288,21 +290,11 @@ func containsPrefix(ss []string, prefix string) bool {
 func triggerStarts(t *testing.T, w *worker.Worker, trigger, result string) float64 {
 	t.Helper()
 	mfs, err := w.Metrics().Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for _, mf := range mfs {
-		if mf.GetName() != "walkeeper_trigger_starts_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["trigger"] == trigger && labels["result"] == result {
-				return m.GetCounter().GetValue()
-			}
+		if mf.GetName() == "walkeeper_trigger_starts_total" {
+			v, _ := promtext.Value(mf, "trigger", trigger, "result", result)
+			return v
 		}
 	}
 	return 0

@@ -94,7 +94,7 @@ func TestStuckMergeIsNoticedAndReplaced(t *testing.T) {
 		t.Logf("--- %s", sc.name)
 		a.seal(name, next, 3)
 		next += 3
-		terminatedBefore := metricValue(t, addr, "walkeeper_merge_runs_terminated_total", `workflow="MergeWal"`)
+		terminatedBefore := metricValue(t, addr, "walkeeper_merge_runs_terminated_total", "workflow", "MergeWal")
 
 		// The stuck run, as `temporal workflow start` (or a broken deploy) would start it.
 		startedAt := time.Now()
@@ -117,7 +117,7 @@ func TestStuckMergeIsNoticedAndReplaced(t *testing.T) {
 
 		// Detection: the worker process's gauge.
 		waitFor(t, waitLong, "walkeeper_merge_runs_stuck to report the failing workflow task", func() (bool, error) {
-			return metricValue(t, addr, "walkeeper_merge_runs_stuck", `reason="workflow_task"`, `workflow="MergeWal"`) == 1, nil
+			return metricValue(t, addr, "walkeeper_merge_runs_stuck", "reason", "workflow_task", "workflow", "MergeWal") == 1, nil
 		})
 		detected := time.Since(startedAt)
 		t.Logf("detected %s after the stuck run started (scan every %s)", detected.Round(100*time.Millisecond), interval)
@@ -199,7 +199,7 @@ func TestStuckMergeIsNoticedAndReplaced(t *testing.T) {
 		}
 		t.Logf("replaced: closed %s after its start (deadline %s)", held.Round(100*time.Millisecond), deadline)
 		terminated := func() float64 {
-			return metricValue(t, addr, "walkeeper_merge_runs_terminated_total", `workflow="MergeWal"`)
+			return metricValue(t, addr, "walkeeper_merge_runs_terminated_total", "workflow", "MergeWal")
 		}
 		if sc.runTimeout == 0 {
 			// The server closes the run before the scan's terminate call returns and counts it.
@@ -256,7 +256,7 @@ func TestStuckMergeIsNoticedAndReplaced(t *testing.T) {
 
 		// The gauge clears once the run is gone.
 		waitFor(t, waitLong, "walkeeper_merge_runs_stuck to clear", func() (bool, error) {
-			return metricValue(t, addr, "walkeeper_merge_runs_stuck", `reason="workflow_task"`, `workflow="MergeWal"`) == 0, nil
+			return metricValue(t, addr, "walkeeper_merge_runs_stuck", "reason", "workflow_task", "workflow", "MergeWal") == 0, nil
 		})
 	}
 }

@@ -159,7 +159,10 @@ func TestConnectionLimits(t *testing.T) {
 
 // acceptedConns counts the TCP connections to listen that process pid has accepted (its
 // socket descriptors with that local port, the listener aside). Connections the kernel
-// completed but the process has not accepted have no descriptor and are not counted.
+// completed but the process has not accepted have no descriptor and are not counted. It
+// counts distinct socket inodes, not lines: the kernel writes the table a chunk per read and
+// resumes by position, so a socket opened by any process of the namespace between two reads
+// can make it list one of ours twice.
 func acceptedConns(pid int, listen string) (int, error) {
 	_, portStr, err := net.SplitHostPort(listen)
 	if err != nil {
@@ -177,7 +180,7 @@ func acceptedConns(pid int, listen string) (int, error) {
 			inodes[strings.TrimSuffix(strings.TrimPrefix(link, "socket:["), "]")] = true
 		}
 	}
-	n := 0
+	accepted := map[string]bool{}
 	for _, table := range []string{"tcp", "tcp6"} {
 		f, err := os.Open(fmt.Sprintf("/proc/%d/net/%s", pid, table))
 		if err != nil {
@@ -191,12 +194,12 @@ func acceptedConns(pid int, listen string) (int, error) {
 			}
 			_, hexPort, ok := strings.Cut(cols[1], ":")
 			if p, err := strconv.ParseInt(hexPort, 16, 32); ok && err == nil && int(p) == port {
-				n++
+				accepted[cols[9]] = true
 			}
 		}
 		_ = f.Close()
 	}
-	return n, nil
+	return len(accepted), nil
 }
 
 // longestLogLine is the length of the longest line in the file.

@@ -95,10 +95,11 @@ func TestConcurrentMergesStayWithinBudget(t *testing.T) {
 	errs := make([]error, nStores)
 	runs := make(chan [2]string, nStores)
 	for i, tg := range targets {
+		tg := mustTarget(t, tg)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			run, err := contract.StartMergeWal(e.ctx(waitShort), e.c, mustTarget(t, tg), contract.MergeWalInput{})
+			run, err := contract.StartMergeWal(e.ctx(waitShort), e.c, tg, contract.MergeWalInput{})
 			if err == nil {
 				runs <- [2]string{run.GetID(), run.GetRunID()}
 				err = run.Get(e.ctx(waitLong), &results[i])

@@ -65,13 +65,14 @@ func TestTwoStartsOneRun(t *testing.T) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var got []started
+	tg := mustTarget(t, target)
 	for i := range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			var st started
 			if i%2 == 0 {
-				run, err := contract.StartMergeWal(e.ctx(waitShort), e.c, mustTarget(t, target), contract.MergeWalInput{ParallelPrepare: true})
+				run, err := contract.StartMergeWal(e.ctx(waitShort), e.c, tg, contract.MergeWalInput{ParallelPrepare: true})
 				if err != nil {
 					t.Errorf("concurrent StartMergeWal: %v", err)
 					return

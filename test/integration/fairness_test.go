@@ -63,14 +63,14 @@ func (e *env) queueBehindBacklog(round int) (int, client.WorkflowRun) {
 	// One writer shard holds one pending generation of every store; the worker started
 	// later as that shard prepares them on its own queue.
 	writer := e.openDB(fmt.Sprintf("writer-%d", round), nil)
-	targets := make([]string, fairBacklog)
+	targets := make([]store.Target, fairBacklog)
 	for i := range targets {
-		targets[i] = fmt.Sprintf("rollout:backlog-%d-%03d", round, i)
+		targets[i] = mustTarget(t, fmt.Sprintf("rollout:backlog-%d-%03d", round, i))
 	}
 	var g errgroup.Group
 	g.SetLimit(8)
 	for _, tg := range targets {
-		g.Go(func() error { return writeOneGeneration(e.ctx(waitLong), writer, mustTarget(t, tg)) })
+		g.Go(func() error { return writeOneGeneration(e.ctx(waitLong), writer, tg) })
 	}
 	if err := g.Wait(); err != nil {
 		t.Fatal(err)
@@ -87,7 +87,7 @@ func (e *env) queueBehindBacklog(round int) (int, client.WorkflowRun) {
 	g.SetLimit(8)
 	for i, tg := range targets {
 		g.Go(func() error {
-			run, err := e.startMergeWal(mustTarget(t, tg), contract.MergeWalInput{})
+			run, err := e.startMergeWal(tg, contract.MergeWalInput{})
 			runs[i] = run
 			return err
 		})

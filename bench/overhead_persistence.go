@@ -1,16 +1,16 @@
 package bench
 
 import (
-	"bufio"
 	"cmp"
 	"context"
 	"fmt"
 	"maps"
-	"net/http"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/walkeeper/walkeeper/internal/testkit/promtext"
 )
 
 // persistenceOp is an operation's requests and its latency histogram's count and sum (s).
@@ -23,52 +23,42 @@ const (
 	opLatencySum
 )
 
-// persistenceCounters are the metrics scrapePersistence reads, by the counter each adds to.
-var persistenceCounters = map[string]int{"persistence_requests": opRequests, "persistence_requests_total": opRequests,
-	"persistence_latency_count": opLatencyCount, "persistence_latency_sum": opLatencySum}
-
 // persistenceOps is a server's persistence counters by operation.
 type persistenceOps map[string]persistenceOp
 
-// scrapePersistence reads a server's persistence counters from its metrics port, by operation.
+// scrapePersistence reads a server's persistence counters from its metrics port, by
+// operation: the requests counter (persistence_requests, or persistence_requests_total from an
+// OpenTelemetry exporter) and the latency histogram's count and sum.
 func scrapePersistence(ctx context.Context, port int) (persistenceOps, error) {
 	if port == 0 {
 		return nil, fmt.Errorf("no metrics port")
 	}
-	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/metrics", port), nil)
+	families, err := promtext.Scrape(ctx, fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
 	ops := persistenceOps{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		name, rest, ok := strings.Cut(line, "{")
-		if !ok {
-			continue
-		}
-		field, ok := persistenceCounters[name]
-		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-		if !ok || err != nil {
-			continue
-		}
+	add := func(m *dto.Metric, counter int, v float64) {
 		op := "?"
-		if _, after, ok := strings.Cut(rest, `operation="`); ok {
-			op, _, _ = strings.Cut(after, `"`)
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "operation" {
+				op = l.GetValue()
+			}
 		}
 		o := ops[op]
-		o[field] += v
+		o[counter] += v
 		ops[op] = o
 	}
-	return ops, sc.Err()
+	for _, name := range []string{"persistence_requests", "persistence_requests_total"} {
+		for _, m := range families[name].GetMetric() {
+			add(m, opRequests, m.GetCounter().GetValue())
+		}
+	}
+	for _, m := range families["persistence_latency"].GetMetric() {
+		add(m, opLatencyCount, float64(m.GetHistogram().GetSampleCount()))
+		add(m, opLatencySum, m.GetHistogram().GetSampleSum())
+	}
+	return ops, nil
 }
 
 // total is the requests over every operation.

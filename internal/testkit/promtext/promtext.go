@@ -1,6 +1,6 @@
-// Package promtext reads a Prometheus /metrics answer for the tests through the Prometheus
-// text parser, so that a series is picked by its labels' exact values, not by a substring
-// of its line.
+// Package promtext reads a Prometheus /metrics answer for the tests and benchmarks through
+// the Prometheus text parser, so that a series is picked by its labels' exact values, not by a
+// substring of its line.
 package promtext
 
 import (

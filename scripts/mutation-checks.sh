@@ -27,6 +27,7 @@ checks=(
   "activity-id-constant|./workflows/|^TestMergeWalActivityIDs|-|middle part is not the run ID"
   "activity-id-first-run|./workflows/|^TestMergeWalActivityIDsAreUniqueAcrossRuns\$|-|used twice across runs"
   "stop-waits-for-waiters|./worker/|^TestWorkerStopDoesNotWaitForMergeWaiters\$|-|Stop(: .*deadline exceeded| took .* behind a merge waiter)"
+  "connections-uncapped|./test/hostile/|^TestConnectionLimits\$|-|the worker accepted [0-9]+ idle connections, more than --max-connections"
   "merge-writes-wrong-value|./test/duckdb/|^TestDuckDBReadsMergedBase\$|-|want [0-9]+ rows, got [0-9]+"
   "prepare-allocates-beyond-budget|./test/integration/|^TestConcurrentMergesStayWithinBudget\$|-|process heap grew by"
   "bench-skip-the-merge|./bench/|^TestAppendLatencyQuick\$|-|no generation merged during the busy phases"

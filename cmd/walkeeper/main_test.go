@@ -252,6 +252,7 @@ func TestCommandsAgainstTemporal(t *testing.T) {
 	out = tn.ok(t, "merge", "generic:gs")
 	assert.Contains(t, out, "merge-wal/generic/gs")
 	first := runID(out)
+	require.NotEmpty(t, first, "no run id in the merge's answer:\n%s", out)
 	out = tn.ok(t, "merge", "generic:gs")
 	assert.Equal(t, first, runID(out), "second merge must attach to the running one")
 

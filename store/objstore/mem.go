@@ -5,31 +5,32 @@ import (
 	"context"
 	"io"
 	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/google/btree"
 )
 
-// memBackend is mem://, the dev and test backend: objects in memory under one mutex, with a
-// sorted key index so a listing costs O(log n + listed), not gocloud memblob's sort of every
-// key per list. The index is a sorted slice plus a small sorted tail of new keys, folded in
-// once it holds memTailMax, so a write costs O(log n + memTailMax) amortized; deleted keys
-// leave the index at a fold.
+// memBackend is mem://, the dev and test backend: objects in memory under one mutex, in a
+// B-tree by key so a listing costs O(log n + listed) and a write O(log n), not gocloud
+// memblob's sort of every key per list.
 type memBackend struct {
-	mu      sync.Mutex
-	objs    map[string]memObject
-	sorted  []string // sorted, unique; may hold deleted keys until the next fold
-	tail    []string // sorted, unique, disjoint from sorted; added since the last fold
-	removed int      // deleted keys still in sorted
+	mu   sync.Mutex
+	objs *btree.BTreeG[memObject]
 }
 
-// memTailMax is the tail's size at which it is folded into the sorted index.
-const memTailMax = 4096
+// memDegree is the B-tree's degree, as the store's memtables use.
+const memDegree = 32
 
 type memObject struct {
+	key     string
 	data    []byte
 	modTime time.Time
+}
+
+func newMemBackend() *memBackend {
+	return &memBackend{objs: btree.NewG(memDegree, func(a, b memObject) bool { return a.key < b.key })}
 }
 
 // memBuckets is the process-global registry of mem:// buckets by URL, so that handles opened
@@ -50,7 +51,7 @@ func openMemBackend(rawURL string, u *url.URL, create bool) (*memBackend, error)
 	defer memBuckets.Unlock()
 	m := memBuckets.m[rawURL]
 	if m == nil {
-		m = &memBackend{objs: map[string]memObject{}}
+		m = newMemBackend()
 		memBuckets.m[rawURL] = m
 	}
 	return m, nil
@@ -60,7 +61,7 @@ func (m *memBackend) close() error { return nil } // shared by every handle on t
 
 func (m *memBackend) get(ctx context.Context, key string, limit int64, _ Alloc, _ *watchdog) ([]byte, error) {
 	m.mu.Lock()
-	o, ok := m.objs[key]
+	o, ok := m.objs.Get(memObject{key: key})
 	m.mu.Unlock()
 	if !ok {
 		return nil, ErrNotFound
@@ -93,66 +94,25 @@ func (m *memBackend) putFrom(ctx context.Context, key string, write func(io.Writ
 func (m *memBackend) store(key string, data []byte, ifAbsent bool) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, ok := m.objs[key]; ok {
-		if ifAbsent {
-			return false
-		}
-	} else if _, inSorted := slices.BinarySearch(m.sorted, key); inSorted {
-		m.removed-- // a deleted key written again: its index entry is live once more
-	} else if j, inTail := slices.BinarySearch(m.tail, key); !inTail {
-		m.tail = slices.Insert(m.tail, j, key)
-	} // else a deleted tail key written again: its tail entry is live once more
-	m.objs[key] = memObject{data: data, modTime: time.Now()}
-	if len(m.tail) >= memTailMax {
-		m.fold()
+	o := memObject{key: key, data: data, modTime: time.Now()}
+	if ifAbsent && m.objs.Has(o) {
+		return false
 	}
+	m.objs.ReplaceOrInsert(o)
 	return true
 }
 
 func (m *memBackend) exists(ctx context.Context, key string) (bool, error) {
 	m.mu.Lock()
-	_, ok := m.objs[key]
-	m.mu.Unlock()
-	return ok, nil
+	defer m.mu.Unlock()
+	return m.objs.Has(memObject{key: key}), nil
 }
 
 func (m *memBackend) delete(ctx context.Context, key string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, ok := m.objs[key]; !ok {
-		return nil
-	}
-	delete(m.objs, key)
-	if _, inSorted := slices.BinarySearch(m.sorted, key); inSorted {
-		m.removed++
-	} // a tail key stays in the tail; the next fold drops it
-	if m.removed*4 > len(m.sorted) {
-		m.fold() // deleted keys are skipped while listing; compact once they are a quarter
-	}
+	m.objs.Delete(memObject{key: key})
 	return nil
-}
-
-// fold merges the tail into the sorted index and drops deleted keys from both.
-// REQUIRES: m.mu held.
-func (m *memBackend) fold() {
-	out := make([]string, 0, len(m.sorted)-m.removed+len(m.tail))
-	live := func(k string) bool { _, ok := m.objs[k]; return ok }
-	i, j := 0, 0
-	for i < len(m.sorted) || j < len(m.tail) {
-		if j == len(m.tail) || (i < len(m.sorted) && m.sorted[i] < m.tail[j]) {
-			// With nothing deleted from the index every key of it is live: skip the map lookup.
-			if m.removed == 0 || live(m.sorted[i]) {
-				out = append(out, m.sorted[i])
-			}
-			i++
-		} else {
-			if live(m.tail[j]) {
-				out = append(out, m.tail[j])
-			}
-			j++
-		}
-	}
-	m.sorted, m.tail, m.removed = out, nil, 0
 }
 
 // memListPage bounds the objects one lock hold collects, so a long listing does not hold
@@ -178,28 +138,21 @@ func (m *memBackend) listFrom(ctx context.Context, prefix, startAfter string, fn
 	}
 }
 
-// page returns up to memListPage live objects under prefix, at or after from and after
-// startAfter, in key order: it walks the sorted index and the tail in step.
+// page returns up to memListPage objects under prefix, at or after from and after
+// startAfter, in key order.
 func (m *memBackend) page(prefix, from, startAfter string) []ObjectInfo {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	i, _ := slices.BinarySearch(m.sorted, from)
-	j, _ := slices.BinarySearch(m.tail, from)
 	var page []ObjectInfo
-	for len(page) < memListPage && (i < len(m.sorted) || j < len(m.tail)) {
-		var k string
-		if j == len(m.tail) || (i < len(m.sorted) && m.sorted[i] < m.tail[j]) {
-			k, i = m.sorted[i], i+1
-		} else {
-			k, j = m.tail[j], j+1
+	m.objs.AscendGreaterOrEqual(memObject{key: from}, func(o memObject) bool {
+		if !strings.HasPrefix(o.key, prefix) {
+			return false // from >= prefix, so every later key is past the prefix too
 		}
-		if !strings.HasPrefix(k, prefix) {
-			break // from >= prefix, so every later key is past the prefix too
+		if o.key > startAfter {
+			page = append(page, ObjectInfo{Key: o.key, Size: int64(len(o.data)), ModTime: o.modTime})
 		}
-		if o, ok := m.objs[k]; ok && k > startAfter {
-			page = append(page, ObjectInfo{Key: k, Size: int64(len(o.data)), ModTime: o.modTime})
-		}
-	}
+		return len(page) < memListPage
+	})
 	return page
 }
 

@@ -108,13 +108,10 @@ func (o *gcsOpener) forUniverse(ctx context.Context, universeDomain string) (
 				err = nil
 			}
 		}
-		switch {
-		case err != nil:
-		case universeDomain != "":
+		if err == nil {
+			// With no universe domain this is gcp.DefaultCredentials, which gcsblob then calls.
 			params := google.CredentialsParams{UniverseDomain: universeDomain}
 			creds, err = gcp.DefaultCredentialsWithParams(ctx, params)
-		default:
-			creds, err = gcp.DefaultCredentials(ctx)
 		}
 		if err != nil {
 			// As gocloud: empty credentials, so that the first request, not the open, fails.

@@ -24,8 +24,7 @@ import (
 // whose EEXIST is atomic across processes; every path is resolved through an os.Root, so no
 // symlink left in the root leads a read, a write or a delete out of it, however it is raced.
 type fileBackend struct {
-	root    string      // absolute root directory
-	r       *os.Root    // the root, opened once; nil for a URL only checked
+	r       *os.Root    // the absolute root directory, opened once; nil for a URL only checked
 	dirMode os.FileMode // directory mode (dir_file_mode, default 0777 before umask)
 	noSync  bool        // nosync: skip fsync (tests and throwaway dev data only)
 }
@@ -68,7 +67,7 @@ func openFileBackend(rawURL string, u *url.URL, mode rootMode) (*fileBackend, er
 	if err != nil {
 		return nil, invalidf("storage url %q: %v", rawURL, err)
 	}
-	f := &fileBackend{root: root, dirMode: dirMode, noSync: noSync}
+	f := &fileBackend{dirMode: dirMode, noSync: noSync}
 	switch mode {
 	case checkOnly, createRoot:
 		// A root that cannot be a directory is refused before anything is created or dialed:
@@ -134,19 +133,17 @@ func checkRootCanBeDir(rawURL, root string) error {
 func rootMkdirError(rawURL, root string, err error) error {
 	var pe *fs.PathError
 	var errno syscall.Errno
-	if !errors.As(err, &pe) || !errors.As(err, &errno) {
-		return fmt.Errorf("storage url %q: root: %w", rawURL, err)
+	if errors.As(err, &pe) && errors.As(err, &errno) {
+		switch errno {
+		case syscall.EACCES, syscall.EPERM, syscall.EROFS, syscall.ENOENT, syscall.ENOTDIR, syscall.EEXIST,
+			syscall.ENAMETOOLONG, syscall.ELOOP:
+			if pe.Path == root {
+				return invalidf("storage url %q: root %q cannot be created (%v)", rawURL, root, errno)
+			}
+			return invalidf("storage url %q: root %q: %q cannot be created (%v)", rawURL, root, pe.Path, errno)
+		}
 	}
-	switch errno {
-	case syscall.EACCES, syscall.EPERM, syscall.EROFS, syscall.ENOENT, syscall.ENOTDIR, syscall.EEXIST,
-		syscall.ENAMETOOLONG, syscall.ELOOP:
-	default:
-		return fmt.Errorf("storage url %q: root: %w", rawURL, err)
-	}
-	if pe.Path == root {
-		return invalidf("storage url %q: root %q cannot be created (%v)", rawURL, root, errno)
-	}
-	return invalidf("storage url %q: root %q: %q cannot be created (%v)", rawURL, root, pe.Path, errno)
+	return fmt.Errorf("storage url %q: root: %w", rawURL, err)
 }
 
 // parseNoSync reads the nosync parameter's values. Only a value that says yes skips fsync:
@@ -351,7 +348,7 @@ func (f *fileBackend) mkdirAll(dir string) error {
 	st, err := f.r.Stat(dir)
 	switch {
 	case err == nil && !st.IsDir():
-		return invalidf("%s is a file, cannot hold objects under it", filepath.Join(f.root, dir))
+		return invalidf("%s is a file, cannot hold objects under it", filepath.Join(f.r.Name(), dir))
 	case err == nil:
 		return nil
 	case !isNotExist(err):
@@ -459,7 +456,7 @@ func (f *fileBackend) taken(final string, st fs.FileInfo) error {
 	if st.Mode().IsRegular() {
 		return ErrAlreadyExists
 	}
-	return fmt.Errorf("%s is a %s, not an object: remove it from the storage root", filepath.Join(f.root, final), fileKind(st.Mode()))
+	return fmt.Errorf("%s is a %s, not an object: remove it from the storage root", filepath.Join(f.r.Name(), final), fileKind(st.Mode()))
 }
 
 // fileKind names what a directory entry that is not a regular file is.

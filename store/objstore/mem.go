@@ -71,10 +71,7 @@ func (m *memBackend) get(ctx context.Context, key string, limit int64, _ Alloc, 
 }
 
 func (m *memBackend) put(ctx context.Context, key string, data []byte, ifAbsent bool, _ *watchdog) error {
-	if !m.store(key, bytes.Clone(data), ifAbsent) {
-		return ErrAlreadyExists
-	}
-	return nil
+	return m.store(key, bytes.Clone(data), ifAbsent)
 }
 
 func (m *memBackend) putFrom(ctx context.Context, key string, write func(io.Writer) error) (int64, error) {
@@ -85,21 +82,20 @@ func (m *memBackend) putFrom(ctx context.Context, key string, write func(io.Writ
 	if err := ctx.Err(); err != nil {
 		return 0, err // abandoned like an upload whose context is cancelled
 	}
-	m.store(key, buf.Bytes(), false)
-	return int64(buf.Len()), nil
+	return int64(buf.Len()), m.store(key, buf.Bytes(), false)
 }
 
-// store publishes data under key (unless ifAbsent and it exists) under one lock hold, and
-// reports whether it did.
-func (m *memBackend) store(key string, data []byte, ifAbsent bool) bool {
+// store publishes data under key under one lock hold, unless ifAbsent and it exists
+// (ErrAlreadyExists).
+func (m *memBackend) store(key string, data []byte, ifAbsent bool) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	o := memObject{key: key, data: data, modTime: time.Now()}
 	if ifAbsent && m.objs.Has(o) {
-		return false
+		return ErrAlreadyExists
 	}
 	m.objs.ReplaceOrInsert(o)
-	return true
+	return nil
 }
 
 func (m *memBackend) exists(ctx context.Context, key string) (bool, error) {

@@ -116,9 +116,7 @@ func validateBuffers(rec arrow.RecordBatch) error {
 
 func releaseAll(recs []arrow.RecordBatch) {
 	for _, r := range recs {
-		if r != nil {
-			r.Release()
-		}
+		r.Release()
 	}
 }
 
@@ -256,12 +254,9 @@ func writeParquetWith(mem memory.Allocator, w io.Writer, schema *arrow.Schema, n
 // decodeParquetAdmitted decodes a whole run into one record on the Go heap once admit has
 // accepted the size its footer gives; its peak is about twice the record, so reads that must
 // bound memory read runs in batches (list_runs.go).
-func decodeParquetAdmitted(ctx context.Context, data []byte, c *rowcodec.Codec, what string, admit func(decoded int64) error) (f *sortedFile, err error) {
-	defer func() {
-		if r := recover(); r != nil { // arrow's readers panic on some garbled inputs
-			f, err = nil, corruptf("%s: %v", what, r)
-		}
-	}()
+//
+// openRunBatches and next recover arrow's panics on garbled inputs themselves.
+func decodeParquetAdmitted(ctx context.Context, data []byte, c *rowcodec.Codec, what string, admit func(decoded int64) error) (*sortedFile, error) {
 	rb, err := openRunBatches(ctx, memory.DefaultAllocator, data, c, what)
 	if err != nil {
 		return nil, err
@@ -270,10 +265,9 @@ func decodeParquetAdmitted(ctx context.Context, data []byte, c *rowcodec.Codec, 
 	if err := admit(rb.decoded); err != nil {
 		return nil, err
 	}
-	if err := rb.whole(); err != nil {
-		return nil, err
-	}
-	if f, err = rb.next(ctx); err != nil {
+	rb.whole()
+	f, err := rb.next(ctx)
+	if err != nil {
 		return nil, err
 	}
 	if f == nil { // no rows

@@ -42,10 +42,9 @@ const runBatchRowOverhead = 8 + 4 + 64
 // runBatches streams one base run in checked record batches of the caller's allocator, so
 // its decoded size never has to fit at once.
 type runBatches struct {
-	pf  *file.Reader
-	fr  *pqarrow.FileReader
-	mem memory.Allocator
-	rr  pqarrow.RecordReader // opened by the first next
+	pf *file.Reader
+	fr *pqarrow.FileReader
+	rr pqarrow.RecordReader // opened by the first next
 	// rowGroups are the row groups read (nil: all), selected their rows and handed the rows
 	// handed out.
 	rowGroups []int
@@ -59,8 +58,7 @@ type runBatches struct {
 	// window is what the reader may hold at once: two batches and page scratch.
 	batchRows int64
 	window    int64
-	last      string // the last key of the previous batch (a copy)
-	seen      bool
+	last      string // the last key of the previous batch (a copy), once handed > 0
 	done      bool
 }
 
@@ -128,19 +126,15 @@ func openRunBatches(ctx context.Context, mem memory.Allocator, data []byte, c *r
 	if err := checkRunSchema(fr, c.ArrowSchema(), what); err != nil {
 		return nil, err
 	}
-	rb.fr, rb.mem = fr, mem
+	rb.fr = fr
 	return rb, nil
 }
 
 // whole makes the next batch the whole run: one record, each column decoded into one array
 // (no concatenation of chunks). Call before the first next.
-func (rb *runBatches) whole() error {
-	fr, err := pqarrow.NewFileReader(rb.pf, pqarrow.ArrowReadProperties{BatchSize: max(rb.rows, 1)}, rb.mem)
-	if err != nil {
-		return corruptf("%s: %v", rb.what, err)
-	}
-	rb.fr, rb.batchRows = fr, max(rb.rows, 1)
-	return nil
+func (rb *runBatches) whole() {
+	rb.batchRows = max(rb.rows, 1)
+	rb.fr.Props.BatchSize = rb.batchRows // read by the record reader the first next opens
 }
 
 // keyRowGroups restricts the batches to the row groups whose key statistics may hold key
@@ -175,6 +169,7 @@ func (rb *runBatches) selectRowGroups(keep func(rg *metadata.RowGroupMetaData) b
 			rb.selected += rg.NumRows()
 		}
 	}
+	rb.done = len(rb.rowGroups) == 0 // next has nothing to read
 }
 
 // keyStats returns a row group's min and max key, ok false without statistics (the writer
@@ -227,10 +222,6 @@ func (rb *runBatches) next(ctx context.Context) (f *sortedFile, err error) {
 			f, err = nil, corruptf("%s: %v", rb.what, r)
 		}
 	}()
-	if rb.rr == nil && rb.rowGroups != nil && len(rb.rowGroups) == 0 {
-		rb.done = true
-		return nil, nil
-	}
 	if rb.rr == nil {
 		rb.rr, err = rb.fr.GetRecordReader(ctx, nil, rb.rowGroups)
 	}
@@ -257,13 +248,13 @@ func (rb *runBatches) next(ctx context.Context) (f *sortedFile, err error) {
 		rec.Release()
 		return nil, corruptf("%s: %v", rb.what, err)
 	}
-	f, err = newSortedFile(rb.c, rb.what, rec, rb.last, rb.seen)
+	f, err = newSortedFile(rb.c, rb.what, rec, rb.last, rb.handed > 0)
 	if err != nil {
 		rec.Release()
 		return nil, err
 	}
 	if f.n > 0 {
-		rb.last, rb.seen = strings.Clone(f.view.Key(f.n-1)), true
+		rb.last = strings.Clone(f.view.Key(f.n - 1))
 	}
 	rb.handed += int64(f.n)
 	return f, nil

@@ -264,13 +264,10 @@ func (p *bufferPool) pop(c int) []byte {
 
 // put keeps b for reuse if it fits the bound, and reports whether it did.
 func (p *bufferPool) put(b []byte) bool {
-	c := classOf(cap(b) + 1)
-	if classSize(c) > cap(b) {
-		c-- // the largest class b can serve whole
-	}
-	if c < 0 || cap(b) < classSize(0) {
+	if cap(b) < classSize(0) {
 		return false
 	}
+	c := classOf(cap(b)+1) - 1 // the largest class b can serve whole
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.bytes+int64(cap(b))+p.budget.allocated.Load() > p.budget.Limit() {

@@ -137,30 +137,23 @@ func (r *Reservation) Bytes() int64 {
 // TryGrow grows the reservation to total bytes without waiting, since it is called while
 // holding: false when the bytes are not free or a Reserve is queued; the lone holder of the
 // whole limit may grow past it.
-func (r *Reservation) TryGrow(total int64) bool {
-	if r == nil {
-		return false
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.tryGrowLocked(total)
-}
+func (r *Reservation) TryGrow(total int64) bool { return r.tryGrow(total, 0) }
 
 // tryGrowBy is TryGrow by extra bytes, atomically, so concurrent callers each get their own.
-func (r *Reservation) tryGrowBy(extra int64) bool {
+func (r *Reservation) tryGrowBy(extra int64) bool { return r.tryGrow(0, max(extra, 0)) }
+
+// tryGrow is TryGrow to total, or to extra bytes more than the reservation holds if that is
+// more.
+func (r *Reservation) tryGrow(total, extra int64) bool {
 	if r == nil {
 		return false
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.tryGrowLocked(r.bytes + max(extra, 0))
-}
-
-// tryGrowLocked is TryGrow with r.mu held.
-func (r *Reservation) tryGrowLocked(total int64) bool {
 	if r.released {
 		return false
 	}
+	total = max(total, r.bytes+extra)
 	if r.b != nil && r.b.sem != nil {
 		total = min(total, r.b.limit)
 	}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unique"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"golang.org/x/sync/errgroup"
@@ -148,9 +149,8 @@ func (s *Store) openGroup(ctx context.Context, srcs []readSource, after string) 
 // tryOpenGroup is openGroup admitted with extra bytes beyond its estimate; short is what its
 // reservation lacked when it could not grow.
 func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after string, extra int64) (_ *readGroup, short int64, _ error) {
-	private := make([]bool, len(srcs))
 	charged := make([]int64, len(srcs))  // what want counts for a source decoded through the cache
-	requests := make([]int64, len(srcs)) // the most a private source's read asks its arena for
+	requests := make([]int64, len(srcs)) // the most a private source's read asks its arena for, > 0
 	var want, cached int64               // cached sums charged
 	var sizes []int64
 	for i, src := range srcs {
@@ -159,7 +159,6 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 		est.bytes = min(src.bytes, maxReadBufferRequest)
 		switch {
 		case s.private(src):
-			private[i] = true
 			requests[i] = s.arenaRequest(est)
 			sizes = append(sizes, requests[i])
 			if src.run {
@@ -213,7 +212,7 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 	g := &readGroup{files: make([]*sortedFile, len(srcs)), runs: make([]*listRun, len(srcs))}
 	g.release = func() {
 		for i, f := range g.files {
-			if f != nil && private[i] {
+			if f != nil && requests[i] > 0 {
 				f.rec.Release()
 			}
 		}
@@ -233,12 +232,12 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 		eg.Go(s.db.guard("read source load", func() error {
 			var err error
 			switch {
-			case private[i] && src.run:
+			case requests[i] > 0 && src.run:
 				g.runs[i], err = s.openListRun(gctx, src, arena.alloc(requests[i]), acct, after)
 				if err == nil {
 					g.runs[i].ctx = ctx // gctx ends with the opening; the batches are decoded later
 				}
-			case private[i]:
+			case requests[i] > 0:
 				g.files[i], err = s.readGen(gctx, src, arena.alloc(requests[i]), memory.DefaultAllocator)
 			default:
 				g.files[i], err = s.load(gctx, src, grow(i))
@@ -326,7 +325,9 @@ func (s *Store) listGroup(g *readGroup, first int, after string, max int, maxByt
 			return out, false, g.err()
 		}
 		v := h.f.view
-		c := listCandidate{key: strings.Clone(v.Key(h.i)), seq: v.Seq(h.i), shard: internShard(v.Shard(h.i)),
+		// One copy per shard id (a store has few, candidates thousands), which unique clones
+		// off the group's buffers.
+		c := listCandidate{key: strings.Clone(v.Key(h.i)), seq: v.Seq(h.i), shard: unique.Make(v.Shard(h.i)).Value(),
 			deleted: v.Deleted(h.i), src: index[h.c], row: h.i}
 		if !c.deleted {
 			c.bytes = s.codec.RowJSONBytes(h.f.rec, h.i)
@@ -360,29 +361,6 @@ func mergeCandidates(a, b []listCandidate) []listCandidate {
 	}
 	return append(append(out, a...), b...)
 }
-
-// internShard returns a shared copy of shard: a store has few, candidates thousands.
-func internShard(shard string) string {
-	if v, ok := shardIDs.Load(shard); ok {
-		return v.(string)
-	}
-	c := strings.Clone(shard)
-	if shardIDsCount.Load() < maxInternedShards {
-		if v, loaded := shardIDs.LoadOrStore(c, c); loaded {
-			return v.(string)
-		}
-		shardIDsCount.Add(1)
-	}
-	return c
-}
-
-// maxInternedShards bounds the interned shard ids; past it each candidate gets its own copy.
-const maxInternedShards = 1 << 16
-
-var (
-	shardIDs      sync.Map
-	shardIDsCount atomic.Int64
-)
 
 // listBounded is List over more than readFanIn sources, round by round; mem iterates the
 // memtables after opts.After and takes part in each round like one more group.

@@ -277,8 +277,7 @@ func (db *DB) startJanitorLocked() {
 		defer close(done)
 		t := time.NewTicker(every)
 		defer t.Stop()
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
+		ctx := context.Background() // an eviction runs to its own timeout (evict)
 		for {
 			select {
 			case <-stop:

@@ -22,17 +22,6 @@ func checksumOf(data []byte) string {
 
 func formatChecksum(sum uint32) string { return fmt.Sprintf("%08x", sum) }
 
-// verifyChecksum returns ErrCorrupt when data does not match want.
-//
-// REQUIRES: want is not empty (readChecked refuses an entry without a checksum before it
-// reads a byte).
-func verifyChecksum(data []byte, want, what string) error {
-	if got := checksumOf(data); got != want {
-		return corruptf("%s: checksum %s, manifest says %s (%d bytes read)", what, got, want, len(data))
-	}
-	return nil
-}
-
 // checksumWriter computes the checksum of what is written through it.
 type checksumWriter struct {
 	w io.Writer

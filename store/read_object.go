@@ -68,8 +68,8 @@ func (s *Store) readChecked(ctx context.Context, path, sum string, limit int64, 
 	if err != nil {
 		return nil, err
 	}
-	if err := verifyChecksum(data, sum, what); err != nil {
-		return nil, err
+	if got := checksumOf(data); got != sum {
+		return nil, corruptf("%s: checksum %s, manifest says %s (%d bytes read)", what, got, sum, len(data))
 	}
 	return data, nil
 }

@@ -261,8 +261,7 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 		err = *l
 	}
 	if n := lacks.Load(); n > 0 && err == nil {
-		g.release()
-		return nil, n, fmt.Errorf("%s: decoding base runs through the cache needs %d bytes more of the read budget: %w", s.target, n, ErrBudgetBusy)
+		short, err = n, fmt.Errorf("%s: decoding base runs through the cache needs %d bytes more of the read budget: %w", s.target, n, ErrBudgetBusy)
 	}
 	if err == nil && acct != nil {
 		acct.outside.Add(-slack) // no cached run took it: the private runs' batches may

@@ -23,7 +23,9 @@ func (s *Store) readRunObject(ctx context.Context, path, sum string, bytes int64
 }
 
 // genFileLimit is the largest IPC file a generation whose record holds recBytes can be: the
-// record's buffers, the schema twice, and per field the metadata and padding.
+// record's buffers, the schema twice, and per field the metadata and padding (a record
+// batch's header, block entry, magic and alignment within ipcFileOverhead, and a field's node
+// and buffer entries, 16 bytes each for up to 3 buffers, and padding within ipcFieldOverhead).
 func (s *Store) genFileLimit(recBytes int64) int64 {
 	s.genSlackOnce.Do(func() {
 		s.genSlack = genFileSlackFallback
@@ -32,22 +34,14 @@ func (s *Store) genFileLimit(recBytes int64) int64 {
 		}
 		schema := s.codec.ArrowSchema()
 		if empty, err := encodeIPC(schema); err == nil {
-			s.genSlack = int64(len(empty)) + genFileFixedSlack + genFileFieldSlack*int64(schema.NumFields())
+			s.genSlack = int64(len(empty)) + ipcFileOverhead + ipcFieldOverhead*int64(schema.NumFields())
 		}
 	})
 	return max(recBytes, 0) + s.genSlack
 }
 
-const (
-	// genFileFixedSlack covers a record batch message's header, the footer's block entry and
-	// the file's magic and alignment.
-	genFileFixedSlack = 1 << 10
-	// genFileFieldSlack covers one field's node and buffer entries in the record batch
-	// message (16 bytes each, up to 3 buffers) and the padding of its buffers.
-	genFileFieldSlack = 256
-	// genFileSlackFallback is the slack of a store without a codec (never read from).
-	genFileSlackFallback = 64 << 10
-)
+// genFileSlackFallback is the slack of a store without a codec (never read from).
+const genFileSlackFallback = 64 << 10
 
 // readChecked reads path, at most limit bytes, into a buffer of alloc and checks it against sum.
 func (s *Store) readChecked(ctx context.Context, path, sum string, limit int64, what string, alloc objstore.Alloc) (_ []byte, err error) {

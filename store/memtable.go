@@ -78,13 +78,12 @@ func addTo(index *btree.BTreeG[*memEntry], r memRow) int64 {
 // len is the number of keys.
 func (m *memtable) len() int { return m.index.Len() }
 
-// get returns the newest version of key.
-func (m *memtable) get(key string) (memRow, bool) {
-	e, ok := m.index.Get(&memEntry{key: key})
-	if !ok {
-		return memRow{}, false
+// get returns the newest version of key, or nil.
+func (m *memtable) get(key string) *memRow {
+	if e, ok := m.index.Get(&memEntry{key: key}); ok {
+		return &e.r
 	}
-	return e.r, true
+	return nil
 }
 
 // readView returns an index that later adds never change.
@@ -113,21 +112,20 @@ func newestRows(frozen []*memtable) (rows []Row, seqs []int64, deleted []bool) {
 }
 
 // memGet returns the newest local version of key across the frozen and active memtables
-// (newest write sequence; of equal ones the older memtable's), in O(memtables × log n).
-func (w *writer) memGet(key string) (memRow, bool) {
+// (newest write sequence; of equal ones the older memtable's), in O(memtables × log n), or nil.
+func (w *writer) memGet(key string) *memRow {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var best memRow
-	found := false
+	var best *memRow
 	for _, mt := range w.frozen {
-		if r, ok := mt.get(key); ok && (!found || r.seq > best.seq) {
-			best, found = r, true
+		if r := mt.get(key); r != nil && (best == nil || r.seq > best.seq) {
+			best = r
 		}
 	}
-	if r, ok := w.active.get(key); ok && (!found || r.seq > best.seq) {
-		best, found = r, true
+	if r := w.active.get(key); r != nil && (best == nil || r.seq > best.seq) {
+		best = r
 	}
-	return best, found
+	return best
 }
 
 // memIterAfter iterates the newest local version of every key above after across the

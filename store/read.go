@@ -279,9 +279,7 @@ func (s *Store) getOnce(ctx context.Context, key string) (map[string]any, error)
 	// The memtables are read before the manifests: a row sealed in between is then found in
 	// both, never in neither.
 	if w := s.readWriter(); w != nil {
-		if r, ok := w.memGet(key); ok {
-			memRow, memShard = &r, w.shard
-		}
+		memRow, memShard = w.memGet(key), w.shard
 	}
 	snap, err := s.snapshot(ctx, true)
 	if err != nil {

@@ -78,9 +78,13 @@ func (r *fbReader) slot(tab uint32, slot uint16) uint32 {
 	return 0
 }
 
-// vector returns the first element and the length of the vector referenced at at, whose
-// elements of size bytes must lie in the buffer and in what is left to claim.
+// vector returns the first element and the length of the vector referenced at at (none if at
+// is 0, a field that is absent), whose elements of size bytes must lie in the buffer and in
+// what is left to claim.
 func (r *fbReader) vector(at uint32, size int) (first uint32, n int) {
+	if at == 0 {
+		return 0, 0
+	}
 	v := r.ref(at)
 	n = int(r.u32(v))
 	first = v + 4
@@ -95,17 +99,10 @@ func (r *fbReader) vector(at uint32, size int) (first uint32, n int) {
 }
 
 // str checks the string referenced at at, if at is a field that is present.
-func (r *fbReader) str(at uint32) {
-	if at != 0 {
-		r.vector(at, 1)
-	}
-}
+func (r *fbReader) str(at uint32) { r.vector(at, 1) }
 
 // keyValues checks a custom_metadata list (KeyValue tables of two strings) stored at at.
 func (r *fbReader) keyValues(at uint32) {
-	if at == 0 {
-		return
-	}
 	first, n := r.vector(at, 4)
 	for i := 0; i < n && r.err == nil; i++ {
 		kv := r.ref(first + uint32(4*i))
@@ -117,11 +114,7 @@ func (r *fbReader) keyValues(at uint32) {
 // schema checks the Schema table at tab against want (see the top of the file).
 func (r *fbReader) schema(tab uint32, want *arrow.Schema) {
 	r.keyValues(r.slot(tab, 8))
-	var first uint32
-	var n int
-	if at := r.slot(tab, 6); at != 0 {
-		first, n = r.vector(at, 4)
-	}
+	first, n := r.vector(r.slot(tab, 6), 4)
 	if r.err == nil && n != want.NumFields() {
 		r.failf("%d columns, want %d", n, want.NumFields())
 	}
@@ -144,10 +137,8 @@ func (r *fbReader) schema(tab uint32, want *arrow.Schema) {
 		if r.slot(f, 12) != 0 {
 			r.failf("column %d is dictionary-encoded", i)
 		}
-		if at := r.slot(f, 14); at != 0 {
-			if _, k := r.vector(at, 4); k != 0 {
-				r.failf("column %d has %d children", i, k)
-			}
+		if _, k := r.vector(r.slot(f, 14), 4); k != 0 {
+			r.failf("column %d has %d children", i, k)
 		}
 		r.keyValues(r.slot(f, 16))
 	}
@@ -181,11 +172,7 @@ func checkIPCFile(data []byte, want *arrow.Schema) error {
 // of order, since arrow-go allocates at their declared sizes and counts.
 func checkIPCBatches(data, footer []byte) error {
 	r := newFBReader(footer)
-	var first uint32
-	var n int
-	if at := r.slot(r.ref(0), 10); at != 0 { // Footer.recordBatches: Blocks of 24 bytes
-		first, n = r.vector(at, 24)
-	}
+	first, n := r.vector(r.slot(r.ref(0), 10), 24) // Footer.recordBatches: Blocks of 24 bytes
 	if r.err != nil {
 		return fmt.Errorf("footer: %w", r.err)
 	}

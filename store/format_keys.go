@@ -69,13 +69,6 @@ func parseRegistryKey(kind Kind, key string) (string, bool) {
 	return name, true
 }
 
-// isStagedRunKey reports whether key is a run an attempt of shard staged under the data key
-// prefix stem (dataPrefix + stagedRunPrefix): stem + <shard tag>-<from>-<through>.parquet.
-func isStagedRunKey(t Target, stem, shard, key string) bool {
-	tag, _, _, ok := parseStagedRunKey(t, key)
-	return ok && tag == runIDShardTag(shard) && strings.HasPrefix(key, stem)
-}
-
 // parseStagedRunKey splits the data key of a staged run of t, dataKey of
 // "m-<hash>-<shard tag>-<from>-<through>", into its shard tag and generation range.
 func parseStagedRunKey(t Target, key string) (tag string, from, through uint64, ok bool) {

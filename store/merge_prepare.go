@@ -174,15 +174,14 @@ func (s *Store) dropLeakedStaged(ctx context.Context, base *manifest.Base, attem
 		return err
 	}
 	for _, o := range objs {
-		if !isStagedRunKey(s.target, prefix, shard, o.Key) {
+		// prefix names the attempt and the shard: a key under it that does not parse, or whose
+		// tag is another shard's, walkeeper did not write.
+		tag, from, to, ok := parseStagedRunKey(s.target, o.Key)
+		if !ok || tag != runIDShardTag(shard) {
 			s.db.foreignObject(foreignStaging, o.Key) // never deleted: not ours to delete
 			continue
 		}
 		if o.Key == keep || baseKeeps(base, o.Key) {
-			continue
-		}
-		_, from, to, ok := parseStagedRunKey(s.target, o.Key)
-		if !ok {
 			continue
 		}
 		if manifest.WatermarkCoverage(base.Watermarks[shard], from, to) == manifest.RangeOpen {

@@ -178,7 +178,6 @@ type pick struct {
 }
 
 func (p pick) key() string { return p.f.view.Key(p.i) }
-func (p pick) seq() int64  { return p.f.view.Seq(p.i) }
 
 // mergeSorted walks sorted, key-unique files as one stream and keeps, per key, the newest
 // version in key order, tombstones included (older runs may hold the key).

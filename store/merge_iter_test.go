@@ -93,7 +93,7 @@ func TestMergeSortedDrop(t *testing.T) {
 	keys := func(picks []pick) []string {
 		var out []string
 		for _, p := range picks {
-			out = append(out, fmt.Sprintf("%s@%d", p.key(), p.seq()))
+			out = append(out, fmt.Sprintf("%s@%d", p.key(), p.f.view.Seq(p.i)))
 		}
 		return out
 	}

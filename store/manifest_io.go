@@ -142,7 +142,7 @@ func (c *chain) listLatest(ctx context.Context) (uint64, []byte, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	if len(vs) == 0 || vs[len(vs)-1] == 0 {
+	if len(vs) == 0 {
 		return 0, nil, nil
 	}
 	best := vs[len(vs)-1]

@@ -178,14 +178,11 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 	id := compactRunID()
 	out := &manifest.Run{ID: id, Path: dataKey(s.target, id), Source: "compact"}
 	written := s.db.opts.Now() // before the put: a backend may date the object from its start
-	drop := func(f *sortedFile, i int) bool {
-		return f.view.Deleted(i) && plan.dropsTombstone(f.view.Seq(i))
-	}
 	var co compactOutput
 	out.Bytes, err = s.db.bucket.PutFrom(ctx, out.Path, func(w io.Writer) error {
 		cw := newChecksumWriter(w) // fresh per call: the sum is of the bytes that were stored
 		var err error
-		co, err = s.writeCompacted(ctx, acct, cw, ins, drop)
+		co, err = s.writeCompacted(ctx, acct, cw, ins, plan)
 		out.Checksum = cw.sum()
 		return err
 	})

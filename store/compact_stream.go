@@ -112,8 +112,8 @@ func addRunRow(r *manifest.Run, f *sortedFile, i int) {
 }
 
 // writeCompacted merges ins into one run written to w, a batch at a time, starting over from
-// the objects' bytes when a write is retried; drop discards a surviving version.
-func (s *Store) writeCompacted(ctx context.Context, acct *memAccount, w io.Writer, ins []*compactInput, drop func(f *sortedFile, i int) bool) (out compactOutput, err error) {
+// the objects' bytes when a write is retried, dropping the surviving tombstones plan allows.
+func (s *Store) writeCompacted(ctx context.Context, acct *memAccount, w io.Writer, ins []*compactInput, plan compactionPlan) (out compactOutput, err error) {
 	schema := s.codec.ArrowSchema()
 	var readers []*runBatches
 	var live []*sortedFile // batches handed out and not yet released
@@ -207,7 +207,7 @@ func (s *Store) writeCompacted(ctx context.Context, acct *memAccount, w io.Write
 					ended = true
 					break
 				}
-				if drop != nil && drop(f, i) {
+				if f.view.Deleted(i) && plan.dropsTombstone(f.view.Seq(i)) {
 					out.dropped++
 					continue
 				}

@@ -11,7 +11,10 @@ import (
 // once no commit of the attempt can publish them; a late commit sees the claim and reports the
 // shard stale. It takes no lock.
 func (s *Store) Abort(ctx context.Context, p *PreparedMerge) (AbortResult, error) {
-	state, err := s.claim(ctx, p, "abort")
+	if err := s.validatePrepared(p); err != nil {
+		return AbortResult{}, err
+	}
+	state, err := s.claimAttempt(ctx, p.AttemptKey, p.Shard, p.Through, "abort")
 	if err != nil {
 		return AbortResult{}, err
 	}

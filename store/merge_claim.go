@@ -77,19 +77,10 @@ func (s *Store) attemptClaimKey(attempt, shard string, through uint64) string {
 	return claimPrefix(s.target, shard) + hashKey(attempt, fmt.Sprint(through)) + ".json"
 }
 
-// claim validates p and records state ("commit" or "abort") for the attempt. It returns
-// the state that holds afterwards: ours, or the one another caller claimed first.
-func (s *Store) claim(ctx context.Context, p *PreparedMerge, state string) (string, error) {
-	if err := s.validatePrepared(p); err != nil {
-		return "", err
-	}
-	return s.claimAttempt(ctx, p.AttemptKey, p.Shard, p.Through, state)
-}
-
-// claimAttempt records state for attempt's merge of shard through generation through and
-// returns the state that holds afterwards, ours or the first caller's. A claim gone when read
-// after a lost put-if-absent was dropped by another execution that finished, so it claims
-// again rather than fail the shard with a NotFound.
+// claimAttempt records state ("commit" or "abort") for attempt's merge of shard through
+// generation through and returns the state that holds afterwards, ours or the first caller's.
+// A claim gone when read after a lost put-if-absent was dropped by another execution that
+// finished, so it claims again rather than fail the shard with a NotFound.
 func (s *Store) claimAttempt(ctx context.Context, attempt, shard string, through uint64, state string) (string, error) {
 	key := s.attemptClaimKey(attempt, shard, through)
 	raw, _ := json.Marshal(manifest.AttemptClaim{State: state, AttemptKey: attempt, Through: through, At: s.db.opts.Now().UTC()})
@@ -123,11 +114,11 @@ func (s *Store) readClaim(ctx context.Context, key string) (manifest.AttemptClai
 	return c, err
 }
 
-// claimRound claims "commit" for each open merge of a round; one whose attempt was claimed
-// "abort" first is stale.
+// claimRound claims "commit" for each open merge of a round (validateRound checked them);
+// one whose attempt was claimed "abort" first is stale.
 func (s *Store) claimRound(ctx context.Context, ps []*PreparedMerge, open []int, res *RoundCommitResult) error {
 	return eachShard(ctx, s, "shard step", open, func(ctx context.Context, i int) error {
-		state, err := s.claim(ctx, ps[i], "commit")
+		state, err := s.claimAttempt(ctx, ps[i].AttemptKey, ps[i].Shard, ps[i].Through, "commit")
 		if err != nil {
 			return err
 		}

@@ -183,3 +183,12 @@ func TestFindingClaimDroppedAfterALostClaimIsNotNotFound(t *testing.T) {
 		})
 	}
 }
+
+// claim is the claim CommitRound and Abort make for p: state ("commit" or "abort") of p's
+// attempt, after the checks they make first.
+func (s *Store) claim(ctx context.Context, p *PreparedMerge, state string) (string, error) {
+	if err := s.validatePrepared(p); err != nil {
+		return "", err
+	}
+	return s.claimAttempt(ctx, p.AttemptKey, p.Shard, p.Through, state)
+}

@@ -127,14 +127,11 @@ func (c *chain) latestDecoded(ctx context.Context, decode func(v uint64, raw []b
 	return v, obj, nil
 }
 
-// cached is the version this handle read or published last, decoded, without I/O (0: none).
-func (c *chain) cached() (uint64, any) {
+// cached is the version this handle read or published last, decoded, without I/O (nil: none).
+func (c *chain) cached() any {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.hintObj == nil {
-		return 0, nil
-	}
-	return c.hint, c.hintObj
+	return c.hintObj
 }
 
 func (c *chain) listLatest(ctx context.Context) (uint64, []byte, error) {

@@ -107,7 +107,7 @@ func coveredByTag(base *manifest.Base, tag string, from, through uint64) bool {
 // collectorBase is the version this round just published, as this handle cached it; an older
 // base is as safe, since watermarks only grow.
 func (s *Store) collectorBase(ctx context.Context) (*manifest.Base, error) {
-	if _, obj := s.base.cached(); obj != nil {
+	if obj := s.base.cached(); obj != nil {
 		return obj.(*manifest.Base), nil
 	}
 	return s.loadBase(ctx)

@@ -39,8 +39,9 @@ func (p compactionPlan) dropsTombstone(seq int64) bool {
 }
 
 // planCompaction picks the runs one pass rewrites, smallest first (they buy the most read
-// amplification per byte), at most maxRuns and through the run that reaches maxBytes (0 = no
-// cap); the plan is empty when fewer than two runs qualify. Pure.
+// amplification per byte), at most maxRuns and through the run that reaches maxBytes (either
+// not positive = no cap, as CompactParams' -1); the plan is empty when fewer than two runs
+// qualify. Pure.
 func planCompaction(base *manifest.Base, pending map[string][]manifest.Gen, maxRuns int, maxBytes int64) compactionPlan {
 	if len(base.Runs) < 2 {
 		return compactionPlan{}
@@ -128,9 +129,6 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 	p.MaxRuns = cmp.Or(p.MaxRuns, 16)
 	if p.MaxRuns < 2 && p.MaxRuns != -1 {
 		return CompactResult{}, invalidf("max runs must be at least 2")
-	}
-	if p.MaxRuns == -1 {
-		p.MaxRuns = 0
 	}
 	if p.MaxBytes < 0 {
 		return CompactResult{}, invalidf("max bytes must not be negative")

@@ -202,14 +202,10 @@ func (s *Store) publishRound(ctx context.Context, ps []*PreparedMerge, res *Roun
 		if base, err = s.loadBase(ctx); err != nil {
 			return err
 		}
-		var still []int
 		for _, i := range open {
-			res.Shards[i].Outcome = ""
-			if classifyShard(base, ps[i], &res.Shards[i]) {
-				still = append(still, i)
-			}
+			classifyShard(base, ps[i], &res.Shards[i])
 		}
-		open = still
+		open = stillOpen(open, res)
 	}
 	return fmt.Errorf("%s: round commit kept losing races: %w", s.target, ErrConflict)
 }

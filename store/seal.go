@@ -154,7 +154,6 @@ type sealedGen struct {
 // claimed the shard.
 func (w *writer) publishSeal(ctx context.Context, g *sealedGen, replayAfter uint64) (*manifest.Shard, uint64, error) {
 	written, writtenGen := "", uint64(0)
-	recorded := uint64(0) // generation numbers start at 1
 	// A number whose put an earlier seal started is never reused: that put may have been
 	// abandoned and still land over other rows (decision 0631).
 	floor := w.genStarted + 1
@@ -193,15 +192,12 @@ func (w *writer) publishSeal(ctx context.Context, g *sealedGen, replayAfter uint
 					return nil, 0, fmt.Errorf("write generation %s: %w", gm.Path, err)
 				}
 				written, writtenGen = gm.Path, gm.Gen
-			}
-			// The demand record goes after the generation and before the manifest that
-			// publishes it, so a crash anywhere in between leaves the generation findable
-			// by the sweep (docs/FORMAT.md, demand crash table).
-			if recorded != gm.Gen {
+				// The demand record goes after the generation and before the manifest that
+				// publishes it, so a crash anywhere in between leaves the generation findable
+				// by the sweep (docs/FORMAT.md, demand crash table).
 				if err := w.s.putDemand(ctx, w.shard, gm); err != nil {
 					return nil, 0, err
 				}
-				recorded = gm.Gen
 			}
 			next.Flushed = append(next.Flushed, gm)
 			next.NextGeneration = gm.Gen + 1

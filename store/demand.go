@@ -293,9 +293,7 @@ func (s *Store) ReconcileDemand(ctx context.Context) (DemandCleanResult, error) 
 	}
 	d := demandByShard{records: map[string][]objstore.ObjectInfo{}}
 	for _, sh := range shards { // manifests first, then record-only shards
-		if validateShardID(sh) == nil {
-			d.add(sh)
-		}
+		d.add(sh) // listShards keeps shard ids alone, which validateShardID accepts
 	}
 	if err := s.listDemand(ctx, &d); err != nil {
 		return total, err

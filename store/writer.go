@@ -146,13 +146,10 @@ func (w *writer) admitWrite() (release func(), err error) {
 		return func() {}, nil
 	}
 	w.sealSlots++
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			w.mu.Lock()
-			w.sealSlots--
-			w.mu.Unlock()
-		})
+	return func() { // called once: enqueue defers it, refuseAtPendingMax calls it
+		w.mu.Lock()
+		w.sealSlots--
+		w.mu.Unlock()
 	}, nil
 }
 

@@ -124,8 +124,10 @@ type DemandCleanResult struct {
 }
 
 // cleanDemand makes the shard's demand records, objs, match its manifest sm (nil: none) and
-// its watermark wm read after sm: it deletes records of merged and never-published
-// generations and, with repair, writes the missing records of pending ones.
+// its watermark wm: it deletes records of merged and never-published generations and, with
+// repair, writes the missing records of pending ones. With a wm read before sm
+// (ReconcileDemand), a generation merged in between is pending to wm: its record is left for
+// the next clean-up while sm lists it, and counted an orphan once sm no longer does.
 func (s *Store) cleanDemand(ctx context.Context, shard string, sm *manifest.Shard, wm uint64, repair bool, objs []objstore.ObjectInfo) (DemandCleanResult, error) {
 	var res DemandCleanResult
 	listed := map[uint64]bool{}

@@ -148,53 +148,46 @@ func (a *Activities) done(name string, kind store.Kind, start time.Time, outcome
 	}
 }
 
-// withWorkerStop derives a context that is also cancelled when the worker starts shutting
-// down, so a long store call ends early and Temporal retries it on another worker.
-func withWorkerStop(ctx context.Context) (context.Context, func() bool) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	stop := activity.GetWorkerStopChannel(ctx)
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-stop:
-			cancel(errWorkerStopping)
-		case <-done:
-		}
-	}()
-	return ctx, func() bool {
-		close(done)
-		stopping := errors.Is(context.Cause(ctx), errWorkerStopping)
-		cancel(nil)
-		return stopping
-	}
-}
-
 var errWorkerStopping = errors.New("worker is shutting down")
 
-// storeCall is the frame the long store-calling activities run in: a context that also ends
-// when the worker stops, the liveness reporter, and the metric and error mapping (a.done).
+// storeCall is the frame the long store-calling activities run in: a context that is also
+// cancelled when the worker starts shutting down (so a long store call ends early and
+// Temporal retries it on another worker), the liveness reporter, and the metric and error
+// mapping (a.done).
 type storeCall struct {
-	a        *Activities
-	name     string
-	start    time.Time
-	stopping func() bool
-	rep      *reporter
+	a      *Activities
+	name   string
+	start  time.Time
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	ended  chan struct{}
+	rep    *reporter
 }
 
 // beginStoreCall starts the frame; the activity defers end with its result error.
 func (a *Activities) beginStoreCall(ctx context.Context, name string, notifyAfter time.Duration, details any) (context.Context, *storeCall) {
-	c := &storeCall{a: a, name: name, start: time.Now()}
-	ctx, c.stopping = withWorkerStop(ctx)
-	c.rep = a.startReporter(ctx, notifyAfter, details)
-	return ctx, c
+	c := &storeCall{a: a, name: name, start: time.Now(), ended: make(chan struct{})}
+	c.ctx, c.cancel = context.WithCancelCause(ctx)
+	stop := activity.GetWorkerStopChannel(c.ctx)
+	go func() {
+		select {
+		case <-stop:
+			c.cancel(errWorkerStopping)
+		case <-c.ended:
+		}
+	}()
+	c.rep = a.startReporter(c.ctx, notifyAfter, details)
+	return c.ctx, c
 }
 
 // end maps err (errWorkerStopping when the worker's stop cancelled it), records the outcome
 // for kind and stops the reporter, and returns the error to return.
 func (c *storeCall) end(kind store.Kind, outcome string, err error) error {
-	if c.stopping() && errors.Is(err, context.Canceled) {
+	close(c.ended)
+	if errors.Is(context.Cause(c.ctx), errWorkerStopping) && errors.Is(err, context.Canceled) {
 		err = errWorkerStopping
 	}
+	c.cancel(nil)
 	c.a.done(c.name, kind, c.start, outcome, &err)
 	c.rep.finish(err)
 	return err

@@ -96,27 +96,24 @@ func (a *Activities) StartWorkflows(ctx context.Context, p contract.StartWorkflo
 	return res, nil
 }
 
-// runTimeout is the start option of a.RunTimeout, or of the default when it is not positive.
-func (a *Activities) runTimeout() contract.StartOption {
-	return contract.RunTimeout(cmp.Or(max(a.RunTimeout, 0), contract.DefaultMergeRunTimeout))
-}
-
 func (a *Activities) startOne(ctx context.Context, req contract.StartRequest) (id, runID string, err error) {
 	t, err := store.ParseTarget(req.Target)
 	if err != nil {
 		return "", "", err
 	}
+	// a.RunTimeout, or the default when it is not positive.
+	runTimeout := contract.RunTimeout(cmp.Or(max(a.RunTimeout, 0), contract.DefaultMergeRunTimeout))
 	var run client.WorkflowRun
 	id = contract.MergeWalID(t)
 	switch req.Workflow {
 	case contract.MergeWalWorkflow:
 		run, err = contract.StartMergeWal(ctx, a.Client, t, contract.MergeWalInput{ParallelPrepare: req.ParallelPrepare,
 			Trigger: req.Trigger, TriggerReason: req.Reason, Urgent: req.Urgent,
-			FairnessWeight: a.FairnessWeights.Weight(t.Kind)}, a.runTimeout(), contract.PendingAtStart(req.Pending))
+			FairnessWeight: a.FairnessWeights.Weight(t.Kind)}, runTimeout, contract.PendingAtStart(req.Pending))
 	case contract.CompactBaseWorkflow:
 		id = contract.CompactID(t)
 		run, err = contract.StartCompactBase(ctx, a.Client, t, contract.CompactBaseInput{
-			Trigger: req.Trigger, TriggerReason: req.Reason}, a.runTimeout())
+			Trigger: req.Trigger, TriggerReason: req.Reason}, runTimeout)
 	default:
 		return "", "", fmt.Errorf("unknown workflow %q: %w", req.Workflow, store.ErrInvalidInput)
 	}

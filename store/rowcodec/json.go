@@ -163,17 +163,10 @@ func (c *Codec) fromRaw(j int, raw []byte) (any, string) {
 	if len(raw) == 0 {
 		return nil, "empty value"
 	}
-	switch raw[0] {
-	case 'n':
+	switch {
+	case raw[0] == 'n':
 		return nil, ""
-	case '{', '[':
-		return nil, wantGot(t, rawKind(raw))
-	}
-	switch t {
-	case TypeString, TypeBinary, TypeTimestamp:
-		if raw[0] != '"' {
-			return nil, wantGot(t, rawKind(raw))
-		}
+	case raw[0] == '"' && (t == TypeString || t == TypeBinary || t == TypeTimestamp):
 		s, err := jsonscan.Unquote(raw)
 		switch {
 		case err != nil:
@@ -184,24 +177,14 @@ func (c *Codec) fromRaw(j int, raw []byte) (any, string) {
 			return parseBinary(s)
 		}
 		return parseTimestamp(s)
-	case TypeInt64, TypeFloat64:
-		if !isNumberStart(raw[0]) {
-			return nil, wantGot(t, rawKind(raw))
-		}
-		if t == TypeInt64 {
-			return parseInt64(string(raw))
-		}
+	case isNumberStart(raw[0]) && t == TypeInt64:
+		return parseInt64(string(raw))
+	case isNumberStart(raw[0]) && t == TypeFloat64:
 		return parseFloat64(string(raw))
-	case TypeBool:
-		switch string(raw) {
-		case "true":
-			return true, ""
-		case "false":
-			return false, ""
-		}
-		return nil, wantGot(t, rawKind(raw))
+	case t == TypeBool && (string(raw) == "true" || string(raw) == "false"):
+		return string(raw) == "true", ""
 	}
-	return nil, fmt.Sprintf("unsupported field type %q", t)
+	return nil, wantGot(t, rawKind(raw))
 }
 
 // finishRow checks presence and nullability, derives the datagen event id and the key.

@@ -108,8 +108,6 @@ func tokenKind(tok json.Token) string {
 		return "a number"
 	case bool:
 		return "a bool"
-	case nil:
-		return "null"
 	}
-	return fmt.Sprintf("%T", tok)
+	return "null" // the only other token a Decoder returns
 }

@@ -21,19 +21,20 @@ import (
 // budget wait and a retry backoff, in order from one goroutine so a slow frontend never
 // stalls the store call.
 type reporter struct {
-	ctx    context.Context
-	info   activity.Info
-	a      *Activities
-	notify bool
+	ctx  context.Context
+	info activity.Info
+	a    *Activities
 
 	mu      sync.Mutex
 	details any
 	state   string // last state signalled, "" = none
-
-	stop    chan struct{}
-	wg      sync.WaitGroup
+	// signals queues the states to signal: nil when the workflow did not ask (NotifyAfter),
+	// and from finish on.
 	signals chan contract.ActivityState
-	sent    chan struct{}
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+	sent chan struct{}
 }
 
 // signalTimeout bounds one signal; a lost signal only makes the status less precise.
@@ -45,7 +46,6 @@ func (a *Activities) startReporter(ctx context.Context, notifyAfter time.Duratio
 		ctx:     ctx,
 		info:    info,
 		a:       a,
-		notify:  a.Client != nil && notifyAfter > 0 && info.WorkflowExecution.ID != "",
 		details: details,
 		stop:    make(chan struct{}),
 	}
@@ -53,7 +53,7 @@ func (a *Activities) startReporter(ctx context.Context, notifyAfter time.Duratio
 		every := max(info.HeartbeatTimeout/3, 100*time.Millisecond)
 		r.wg.Go(func() { r.heartbeatLoop(every) })
 	}
-	if !r.notify {
+	if a.Client == nil || notifyAfter <= 0 || info.WorkflowExecution.ID == "" {
 		return r
 	}
 	r.signals = make(chan contract.ActivityState, 8)
@@ -108,9 +108,6 @@ func (r *reporter) running() {
 }
 
 func (r *reporter) signal(state, errText string, when func(prev string) bool) {
-	if !r.notify {
-		return
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.signals == nil || !when(r.state) {
@@ -146,7 +143,7 @@ func (r *reporter) sendLoop(signals <-chan contract.ActivityState) {
 func (r *reporter) finish(err error) {
 	close(r.stop)
 	r.wg.Wait()
-	if !r.notify {
+	if r.signals == nil {
 		return
 	}
 	if err != nil && r.willRetry(err) {

@@ -53,14 +53,14 @@ func (a *Activities) ScanDemand(ctx context.Context, p contract.ScanDemandParams
 	// Listed at the first qualified store.
 	running := sync.OnceValue(func() map[string]bool { return a.runningMerges(ctx, kind) })
 	flush := func() {
-		if agg.target == "" {
+		if agg.target == (store.Target{}) {
 			return
 		}
 		t := agg.result(now)
 		res.StoresWithDebt++
 		if qualifies(t, p) && (p.After == nil || contract.DemandBefore(*p.After, t)) {
 			res.Qualified++
-			if running()[mergeWalID(t.Target)] && !t.Compact {
+			if running()[contract.MergeWalID(agg.target)] && !t.Compact {
 				res.Running++
 			} else if top.Len() < k {
 				heap.Push(top, t)
@@ -69,16 +69,16 @@ func (a *Activities) ScanDemand(ctx context.Context, p contract.ScanDemandParams
 				heap.Fix(top, 0)
 			}
 		}
-		agg.reset("")
+		agg.reset(store.Target{})
 		if res.StoresWithDebt%1024 == 0 {
 			rep.progress(contract.ScanDemandProgress{Records: res.Records, Stores: res.StoresWithDebt})
 		}
 	}
 	err = a.DB.WalkDemand(ctx, kind, func(r store.DemandRecord) error {
 		res.Records++
-		if t := r.Target.String(); t != agg.target {
+		if r.Target != agg.target {
 			flush()
-			agg.reset(t)
+			agg.reset(r.Target)
 		}
 		agg.add(r)
 		return ctx.Err()
@@ -118,15 +118,6 @@ func fitPayload(res *contract.ScanDemandResult) (cut int, err error) {
 	return cut, nil
 }
 
-// mergeWalID is the MergeWal workflow ID of a demand record's target ("" if it does not parse).
-func mergeWalID(target string) string {
-	t, err := store.ParseTarget(target)
-	if err != nil {
-		return ""
-	}
-	return contract.MergeWalID(t)
-}
-
 // qualifies reports whether t is over one of the sweep's thresholds.
 func qualifies(t contract.DemandTarget, p contract.ScanDemandParams) bool {
 	if t.Compact {
@@ -146,7 +137,7 @@ func qualifies(t contract.DemandTarget, p contract.ScanDemandParams) bool {
 // re-sealed generation's records are adjacent and a shard is complete when the next begins.
 // It holds one shard's counters, never a set of generations.
 type storeDemand struct {
-	target  string
+	target  store.Target
 	compact bool
 	// shard is the shard being counted: gens distinct generations so far, the last one last.
 	shard string
@@ -158,7 +149,7 @@ type storeDemand struct {
 	oldest                    time.Time
 }
 
-func (s *storeDemand) reset(target string) { *s = storeDemand{target: target} }
+func (s *storeDemand) reset(target store.Target) { *s = storeDemand{target: target} }
 
 func (s *storeDemand) add(r store.DemandRecord) {
 	if r.Compact {
@@ -191,7 +182,7 @@ func (s *storeDemand) counts() (pending, shards, maxShard int) {
 }
 
 func (s *storeDemand) result(now time.Time) contract.DemandTarget {
-	t := contract.DemandTarget{Target: s.target, Compact: s.compact, PendingBytes: s.bytes}
+	t := contract.DemandTarget{Target: s.target.String(), Compact: s.compact, PendingBytes: s.bytes}
 	t.Pending, t.PendingShards, t.MaxShardPending = s.counts()
 	if !s.oldest.IsZero() {
 		t.OldestPendingAge = max(now.Sub(s.oldest), 0)

@@ -19,7 +19,7 @@ func TestFindingScanDemandHoldsNoSetOfAStoresGenerations(t *testing.T) {
 	target := store.Target{Kind: store.Kind("generic"), Name: "deep"}
 	sealed := time.Unix(1_700_000_000, 0).UTC()
 	agg := &storeDemand{}
-	agg.reset(target.String())
+	agg.reset(target)
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)

@@ -120,7 +120,7 @@ func (g *globalOptions) start(cmd *cobra.Command, target, typ string, sf startFl
 	}
 	ctx, cancel := cli.SignalContext(cmd.Context())
 	defer cancel()
-	if err := g.precheckStore(ctx, cmd, sf.storage, t); err != nil {
+	if err := g.precheckStore(ctx, sf.storage, g.devDefaults(cmd), t); err != nil {
 		return err
 	}
 	return g.withTemporal(cmd, func(ctx context.Context, c client.Client) error {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -125,12 +124,12 @@ Both use a one-minute catch-up window.`,
 			if err := sf.check(cmd.Name() == "ensure"); err != nil {
 				return err
 			}
+			dev := g.devDefaults(cmd) // a running dev's Temporal, unless --temporal says otherwise
 			if cmd.Name() == "ensure" {
-				if err := g.checkScheduleStore(cmd, sf, t); err != nil {
+				if err := g.checkScheduleStore(cmd, sf, t, dev); err != nil {
 					return err
 				}
 			}
-			g.devDefaults(cmd) // a running dev's Temporal, unless --temporal says otherwise
 			err := g.withTemporal(cmd, func(ctx context.Context, c client.Client) error {
 				return run(ctx, c, id, t, cmd.OutOrStdout())
 			})
@@ -254,19 +253,18 @@ workflow under a window's ID signaled unless it is the SweepWindow the schedule 
 // does not exist at --storage ($WALKEEPER_STORAGE, else a running dev's), and one with no
 // storage to check: unlike a merge, whose run fails once, the schedule would start a merge of
 // a mistyped store that fails every --every for ever. --storage without --target names no store.
-func (g *globalOptions) checkScheduleStore(cmd *cobra.Command, sf *scheduleFlags, t store.Target) error {
+func (g *globalOptions) checkScheduleStore(cmd *cobra.Command, sf *scheduleFlags, t store.Target, dev devState) error {
 	if sf.target == "" {
 		if cmd.Flags().Changed("storage") {
 			return cli.Usagef("--storage: the sweep schedule names no store to check; it goes with --target")
 		}
 		return nil
 	}
-	storage := cmp.Or(sf.storage, g.devDefaults(cmd).Storage)
-	if storage == "" {
+	if sf.storage == "" && dev.Storage == "" {
 		return cli.Usagef("--target %s: pass --storage URL (or set WALKEEPER_STORAGE, or run 'walkeeper dev') "+
 			"to check that the store exists", t)
 	}
-	return g.precheckStore(cmd.Context(), cmd, storage, t)
+	return g.precheckStore(cmd.Context(), sf.storage, dev, t)
 }
 
 func printSchedule(out io.Writer, id string, d *client.ScheduleDescription) error {

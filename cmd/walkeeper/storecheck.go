@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
 	"github.com/walkeeper/walkeeper/contract"
@@ -39,15 +38,14 @@ func openStorage(ctx context.Context, storage, instance string, logger *zap.Logg
 	return db, nil
 }
 
-// precheckStore applies a running dev's defaults, then refuses a target that is not in the
-// registry at storage, before a run starts; with no storage known the workflow refuses it.
-func (g *globalOptions) precheckStore(ctx context.Context, cmd *cobra.Command, storage string, t store.Target) error {
-	st := g.devDefaults(cmd)
+// precheckStore refuses a target that is not in the registry at storage (the flag's, else
+// the running dev's), before a run starts; with no storage known the workflow refuses it.
+func (g *globalOptions) precheckStore(ctx context.Context, storage string, dev devState, t store.Target) error {
 	logger, err := g.logger("warn")
 	if err != nil {
 		return err
 	}
-	if storage = cmp.Or(storage, st.Storage); storage == "" {
+	if storage = cmp.Or(storage, dev.Storage); storage == "" {
 		return nil
 	}
 	db, err := openStorage(ctx, storage, "walkeeper-cli", logger, store.DefaultOptions())
@@ -59,7 +57,7 @@ func (g *globalOptions) precheckStore(ctx context.Context, cmd *cobra.Command, s
 		if !errors.Is(err, store.ErrNotFound) {
 			return fmt.Errorf("check store %s in %s: %w", t, storage, err)
 		}
-		return &storeMissingError{target: t, worker: devWorkerFor(storage, st)}
+		return &storeMissingError{target: t, worker: devWorkerFor(storage, dev)}
 	}
 	return nil
 }

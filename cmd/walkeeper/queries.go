@@ -115,10 +115,9 @@ func writeQueries(out io.Writer, views []savedView, links uiLinks, temporalCLI, 
 	for _, v := range views {
 		fmt.Fprintf(out, "\n%s\n  %s\n  %s\n", v.name, v.query, links.list(v.query))
 	}
-	if len(views) > 0 {
-		fmt.Fprintf(out, "\nFrom a terminal, e.g.:\n  %s workflow list --address %s --namespace %s --query '%s'\n",
-			temporalCLI, hostPort, links.namespace, strings.ReplaceAll(views[0].query, "'", `'\''`))
-	}
+	// savedViews always lists at least one view.
+	fmt.Fprintf(out, "\nFrom a terminal, e.g.:\n  %s workflow list --address %s --namespace %s --query '%s'\n",
+		temporalCLI, hostPort, links.namespace, strings.ReplaceAll(views[0].query, "'", `'\''`))
 	_, err := fmt.Fprintln(out, "\nThe trigger, pending-at-start, reclaimed and bytes values of each run: walkeeper history TARGET")
 	return err
 }

@@ -17,17 +17,17 @@ import (
 
 // printLiveStatus prints the answer of a running workflow's status query, completed with the
 // server's pending activities (ApplyPending), as a block: phase and why it waits, then
-// (MergeWal) one row per shard. tw holds the lines printed so far and is flushed here.
+// (MergeWal) one row per shard. typ is MergeWal or CompactBase, the only types status asks
+// the query of. tw holds the lines printed so far and is flushed here.
 func printLiveStatus(tw *tabwriter.Writer, out io.Writer, typ string, v converter.EncodedValue, pending []*workflowpb.PendingActivityInfo) error {
 	var err error
-	switch typ {
-	case contract.MergeWalWorkflow:
+	if typ == contract.MergeWalWorkflow {
 		var st contract.MergeWalStatus
 		if err = v.Get(&st); err == nil {
 			st.ApplyPending(pending, time.Now())
 			return printMergeStatus(tw, out, st)
 		}
-	case contract.CompactBaseWorkflow:
+	} else {
 		var st contract.CompactBaseStatus
 		if err = v.Get(&st); err == nil {
 			st.ApplyPending(pending, time.Now())
@@ -36,9 +36,6 @@ func printLiveStatus(tw *tabwriter.Writer, out io.Writer, typ string, v converte
 			printWaits(tw, st.Blocked, st.InFlight, st.RefusedSignals, st.IgnoredFields)
 			return tw.Flush()
 		}
-	default:
-		fmt.Fprintf(tw, "  live status\tno view for workflow type %s\n", typ)
-		return tw.Flush()
 	}
 	fmt.Fprintf(tw, "  live status\tundecodable: %v\n", err)
 	return tw.Flush()

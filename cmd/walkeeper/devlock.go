@@ -49,13 +49,12 @@ func currentHolder() lockHolder {
 // dirLockedError says the data directory is held by another process.
 type dirLockedError struct {
 	dir    string
-	holder lockHolder
-	known  bool // the holder's description could be read
+	holder *lockHolder // nil when the lock file names none
 }
 
 func (e *dirLockedError) Error() string {
 	who := "another process"
-	if e.known {
+	if e.holder != nil {
 		who = "walkeeper dev (" + e.holder.String() + ")"
 	}
 	return fmt.Sprintf("data directory %s is in use by %s; stop it first, or pass --data DIR for a second one", contract.Printable(e.dir), who)
@@ -90,9 +89,9 @@ func lockDataDir(dir string, holder lockHolder) (*os.File, error) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if errors.Is(err, syscall.EWOULDBLOCK) {
-		h, herr := readHolder(f)
+		h := readHolder(f)
 		_ = f.Close()
-		return nil, &dirLockedError{dir: dir, holder: h, known: herr == nil}
+		return nil, &dirLockedError{dir: dir, holder: h}
 	}
 	if err != nil {
 		_ = f.Close()
@@ -141,16 +140,14 @@ func dataDirError(dir string, err error) error {
 	return cli.Usagef("--data %s: %s", contract.Printable(dir), why)
 }
 
-func readHolder(f *os.File) (lockHolder, error) {
+// readHolder is the holder the lock file f names, nil when it names none.
+func readHolder(f *os.File) *lockHolder {
 	var h lockHolder
 	b, err := io.ReadAll(io.NewSectionReader(f, 0, 4096))
-	if err != nil {
-		return h, err
+	if err != nil || json.Unmarshal(b, &h) != nil || h.PID == 0 {
+		return nil
 	}
-	if err := json.Unmarshal(b, &h); err != nil || h.PID == 0 {
-		return h, fmt.Errorf("no holder in lock file")
-	}
-	return h, nil
+	return &h
 }
 
 // dataDirInUse reports whether a live dev holds dir by trying the lock and dropping it at

@@ -111,7 +111,6 @@ func (g *globalOptions) start(cmd *cobra.Command, target, typ string, sf startFl
 	if err != nil {
 		return err
 	}
-	// The store check comes first: a missing store needs no Temporal to be reported.
 	if err := contract.CheckMergeRunTimeout(sf.runTimeout); err != nil {
 		return cli.Usagef("--merge-run-timeout: %v", err)
 	}
@@ -120,6 +119,7 @@ func (g *globalOptions) start(cmd *cobra.Command, target, typ string, sf startFl
 	}
 	ctx, cancel := cli.SignalContext(cmd.Context())
 	defer cancel()
+	// The store check comes before the dial: a missing store needs no Temporal to be reported.
 	if err := g.precheckStore(ctx, sf.storage, g.devDefaults(cmd), t); err != nil {
 		return err
 	}

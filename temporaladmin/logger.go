@@ -57,10 +57,6 @@ func sdkKeyvalsToZap(keyvals []any) []zap.Field {
 			fields = append(fields, zap.String(key, "(MISSING)"))
 			break
 		}
-		if err, ok := keyvals[i+1].(error); ok {
-			fields = append(fields, zap.NamedError(key, err))
-			continue
-		}
 		fields = append(fields, zap.Any(key, keyvals[i+1]))
 	}
 	return fields

@@ -53,12 +53,12 @@ func execute(ctx context.Context, c client.Client, opts client.StartWorkflowOpti
 	if err := CheckMergeRunTimeout(opts.WorkflowRunTimeout); err != nil {
 		return nil, fmt.Errorf("run timeout: %w", err)
 	}
-	report := &startReport{}
-	run, err := c.ExecuteWorkflow(context.WithValue(ctx, startReportKey{}, report), opts, workflow, in)
+	metRunning := new(bool)
+	run, err := c.ExecuteWorkflow(context.WithValue(ctx, metRunningKey{}, metRunning), opts, workflow, in)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkAttached(ctx, c, run, workflow, report); err != nil {
+	if err := checkAttached(ctx, c, run, workflow, *metRunning); err != nil {
 		return nil, err
 	}
 	return run, nil

@@ -27,25 +27,24 @@ func (e *workflowIDTaken) Error() string {
 
 func (e *workflowIDTaken) Is(target error) bool { return target == ErrWorkflowIDTaken }
 
-// startReport is where the RPC interceptor of a client from temporaladmin.Config.ClientOptions
-// notes whether a start began a run or met one running (the SDK does not say).
-type startReport struct{ known, started bool }
-
-type startReportKey struct{}
+// metRunningKey keys the *bool of a start's context where the RPC interceptor of a client from
+// temporaladmin.Config.ClientOptions notes that the start met a running workflow instead of
+// beginning a run (the SDK does not say).
+type metRunningKey struct{}
 
 // NoteStartOutcome records, for the start made with ctx, whether the server began a new run;
 // the client's RPC interceptor calls it with StartWorkflowExecutionResponse.Started.
 func NoteStartOutcome(ctx context.Context, started bool) {
-	if r, ok := ctx.Value(startReportKey{}).(*startReport); ok {
-		r.known, r.started = true, started
+	if met, ok := ctx.Value(metRunningKey{}).(*bool); ok {
+		*met = !started
 	}
 }
 
-// checkAttached refuses the run a start with want attached to (report: the server said it
+// checkAttached refuses the run a start with want attached to (metRunning: the server said it
 // began none) when its type is not want; a client without the interceptor reports nothing
 // and is not checked, so a start costs no describe unless it met a running workflow.
-func checkAttached(ctx context.Context, c client.Client, run client.WorkflowRun, want string, report *startReport) error {
-	if !report.known || report.started {
+func checkAttached(ctx context.Context, c client.Client, run client.WorkflowRun, want string, metRunning bool) error {
+	if !metRunning {
 		return nil
 	}
 	d, err := c.DescribeWorkflowExecution(ctx, run.GetID(), run.GetRunID())

@@ -24,11 +24,10 @@ import (
 // permissions (on Temporal Cloud register them with tcld).
 func EnsureSearchAttributes(ctx context.Context, c client.Client, ns string) error {
 	ns = cmp.Or(ns, DefaultNamespace)
-	want := contract.SearchAttributes
 	var missing map[string]enumspb.IndexedValueType
 	err := whileNamespaceUnserved(ctx, ns, namespaceServeWait, func() error {
 		var err error
-		missing, err = missingSearchAttributes(ctx, c, ns, want)
+		missing, err = missingSearchAttributes(ctx, c, ns)
 		if err != nil || len(missing) == 0 {
 			return err
 		}
@@ -48,7 +47,7 @@ func EnsureSearchAttributes(ctx context.Context, c client.Client, ns string) err
 	// so that the first workflow started after this call can use them.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		missing, err = missingSearchAttributes(ctx, c, ns, want)
+		missing, err = missingSearchAttributes(ctx, c, ns)
 		switch {
 		case err != nil:
 			return err
@@ -90,15 +89,15 @@ func whileNamespaceUnserved(ctx context.Context, ns string, within time.Duration
 	}
 }
 
-func missingSearchAttributes(ctx context.Context, c client.Client, ns string, want map[string]enumspb.IndexedValueType) (map[string]enumspb.IndexedValueType, error) {
+func missingSearchAttributes(ctx context.Context, c client.Client, ns string) (map[string]enumspb.IndexedValueType, error) {
 	resp, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: ns})
 	if err != nil {
 		return nil, fmt.Errorf("list search attributes in namespace %s: %w", ns, err)
 	}
 	missing := map[string]enumspb.IndexedValueType{}
 	var wrong []string
-	for _, name := range slices.Sorted(maps.Keys(want)) {
-		typ := want[name]
+	for _, name := range slices.Sorted(maps.Keys(contract.SearchAttributes)) {
+		typ := contract.SearchAttributes[name]
 		have, ok := resp.GetCustomAttributes()[name]
 		if !ok {
 			have, ok = resp.GetSystemAttributes()[name]

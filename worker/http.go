@@ -18,8 +18,7 @@ type apiServer struct {
 	cfg      Config
 	log      *zap.Logger
 	metrics  *Metrics
-	start    MergeStarter   // nil: HTTP-only mode
-	triggers *mergeTriggers // count trigger after a manual flush, debt trigger
+	triggers *mergeTriggers // count trigger after a manual flush, debt trigger; its start (nil: HTTP-only mode) serves merge-wal
 	token    [sha256.Size]byte
 	guard    browserGuard
 	mux      *http.ServeMux
@@ -38,8 +37,8 @@ type apiServer struct {
 }
 
 // newAPIServer builds the data plane of a worker whose listener has the address addr.
-func newAPIServer(db *store.DB, cfg Config, addr net.Addr, log *zap.Logger, m *Metrics, start MergeStarter, trig *mergeTriggers) *apiServer {
-	a := &apiServer{db: db, cfg: cfg, log: log, metrics: m, start: start, triggers: trig, mux: http.NewServeMux(),
+func newAPIServer(db *store.DB, cfg Config, addr net.Addr, log *zap.Logger, m *Metrics, trig *mergeTriggers) *apiServer {
+	a := &apiServer{db: db, cfg: cfg, log: log, metrics: m, triggers: trig, mux: http.NewServeMux(),
 		token: sha256.Sum256([]byte(cfg.AuthToken)),
 		kicks: kickLimiter{every: debtKickEvery}, scrapes: semaphore.NewWeighted(maxScrapes),
 		bodies: newByteBudget(cfg.BodyBudgetBytes, "body-budget-bytes", "request bodies being read"),

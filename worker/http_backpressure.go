@@ -20,7 +20,7 @@ const debtKickEvery = 30 * time.Second
 // its pending debt, in the background and at most once per debtKickEvery per store: refused
 // writers produce no seals, so the count trigger would not fire again.
 func (a *apiServer) kickIfRefused(s *store.Store, err error) {
-	if !errors.Is(err, store.ErrTooManyPending) || a.triggers == nil || a.start == nil {
+	if !errors.Is(err, store.ErrTooManyPending) || a.triggers.start == nil {
 		return
 	}
 	t, pending := s.Target(), s.OwnPending()

@@ -37,7 +37,7 @@ func TestDebtKickCrowdedOutTriesAgain(t *testing.T) {
 			t.Fatalf("start %d did not launch", i)
 		}
 	}
-	a := &apiServer{start: start, triggers: sw.triggers}
+	a := &apiServer{triggers: sw.triggers}
 	a.kicks.every = debtKickEvery
 
 	a.kickIfRefused(ge, store.ErrTooManyPending) // every slot is taken

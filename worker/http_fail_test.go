@@ -44,7 +44,7 @@ func TestHTTPInternalErrorsDoNotEchoTheError(t *testing.T) {
 	}
 
 	// A failed MergeWal that was waited for: its ids, not its error.
-	w.api.start = startsRun(fakeRun{err: errors.New(secret)})
+	w.api.triggers.start = startsRun(fakeRun{err: errors.New(secret)})
 	r = c.do(http.MethodPost, "/api/v1/stores/generic/gs/merge-wal?wait=true", "", nil)
 	m = expect(t, r, http.StatusInternalServerError, CodeMergeFailed)
 	if strings.Contains(string(r.body), "secret") || m["workflow_id"] != "merge-wal/generic/gs" || r.header.Get("X-Request-Id") == "" {

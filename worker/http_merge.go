@@ -73,14 +73,14 @@ func (a *apiServer) mergeWal(w http.ResponseWriter, r *http.Request) error {
 	if err := in.Validate(); err != nil {
 		return err
 	}
-	if a.start == nil {
+	if a.triggers.start == nil {
 		return &apiError{Status: http.StatusServiceUnavailable, Code: CodeTemporalUnavailable,
 			Message: "this worker runs without Temporal (HTTP-only mode); merges run only through Temporal"}
 	}
 	if _, err := a.db.Open(r.Context(), t); err != nil {
 		return notFoundAs(err, CodeStoreNotFound)
 	}
-	run, err := a.start(r.Context(), t, in)
+	run, err := a.triggers.start(r.Context(), t, in)
 	a.metrics.trigger(TriggerHTTP, err)
 	if err != nil {
 		return classifyTemporal(err)

@@ -53,7 +53,7 @@ func TestFindingStoreGoroutinePanicIsAnswered500Internal(t *testing.T) {
 	db := store.OpenDBOnBucket(b, opts)
 	t.Cleanup(func() { _ = db.Close(context.Background()) })
 	m := NewMetrics(nil)
-	api := newAPIServer(db, cfg, w.ln.Addr(), zap.New(core), m, nil, nil)
+	api := newAPIServer(db, cfg, w.ln.Addr(), zap.New(core), m, &mergeTriggers{})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	c2 := &apiClient{t: t, base: srv.URL}

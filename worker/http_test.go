@@ -407,7 +407,7 @@ func TestHTTPMergeWalErrors(t *testing.T) {
 			http.StatusInternalServerError, CodeMergeFailed, ""},
 		{wrapped(fmt.Errorf("%w: %w", &temporal.ActivityError{}, temporal.NewCanceledError())), http.StatusInternalServerError, CodeMergeFailed, ""},
 	} {
-		w.api.start = startsRun(fakeRun{err: tc.err})
+		w.api.triggers.start = startsRun(fakeRun{err: tc.err})
 		r = c.do(http.MethodPost, "/api/v1/stores/generic/gs/merge-wal?wait=1", "", nil)
 		m := expect(t, r, tc.status, tc.code)
 		if m["workflow_id"] != "merge-wal/generic/gs" || !strings.Contains(fmt.Sprint(m["error"]), tc.said) {

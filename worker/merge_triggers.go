@@ -79,7 +79,7 @@ type mergeTriggers struct {
 	wg       sync.WaitGroup
 }
 
-func (tg *mergeTriggers) countEnabled() bool { return tg != nil && tg.start != nil && tg.threshold > 0 }
+func (tg *mergeTriggers) countEnabled() bool { return tg.start != nil && tg.threshold > 0 }
 
 // afterFlush applies the count trigger to one successful flush and reports whether it started.
 func (tg *mergeTriggers) afterFlush(t store.Target, res store.FlushResult) bool {
@@ -109,10 +109,8 @@ func (tg *mergeTriggers) crowdedOut(key string) bool {
 
 // fire launches one background start for t unless one runs for it (or too many do) and
 // reports whether it did; trigger is the metric label, reason what the run's summary shows.
+// Its callers fire only with a starter.
 func (tg *mergeTriggers) fire(trigger string, t store.Target, pending int, reason string) bool {
-	if tg == nil || tg.start == nil {
-		return false
-	}
 	key := t.String()
 	tg.mu.Lock()
 	if tg.stopped || tg.life.Err() != nil {

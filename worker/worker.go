@@ -156,7 +156,7 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 		return fmt.Errorf("listen %s: %w", w.cfg.Listen, err)
 	}
 	w.ln = ln
-	w.api = newAPIServer(db, w.cfg, ln.Addr(), log.Named("http"), w.metrics, w.start, w.flusher.triggers)
+	w.api = newAPIServer(db, w.cfg, ln.Addr(), log.Named("http"), w.metrics, w.flusher.triggers)
 	w.warnIfUnauthenticated(ln.Addr())
 
 	if w.tc != nil {

@@ -55,34 +55,19 @@ func newAPIServer(db *store.DB, cfg Config, addr net.Addr, log *zap.Logger, m *M
 	route("GET /healthz", http.HandlerFunc(a.healthz))
 	route(metricsPattern, a.limitScrapes(m.Handler()))
 	route("GET /api/v1/stores", a.handle(a.listStores))
-	route("POST /api/v1/stores/{kind}/{name}", a.handle(a.createStore))
-	route("POST /api/v1/stores/{kind}/{name}/rows", a.handle(a.appendRows))
+	route("POST /api/v1/stores/{kind}/{name}", a.onTarget(a.createStore))
+	route("POST /api/v1/stores/{kind}/{name}/rows", a.onTarget(a.appendRows))
 	route("GET /api/v1/stores/{kind}/{name}/rows", a.onStore(a.listRows))
 	route("GET /api/v1/stores/{kind}/{name}/rows/{id}", a.onStore(a.getRow))
 	route("DELETE /api/v1/stores/{kind}/{name}/rows/{id}", a.onStore(a.deleteRow))
 	route("POST /api/v1/stores/{kind}/{name}/flush", a.onStore(a.flush))
-	route("POST /api/v1/stores/{kind}/{name}/merge-wal", a.handle(a.mergeWal))
+	route("POST /api/v1/stores/{kind}/{name}/merge-wal", a.onTarget(a.mergeWal))
 	route("GET /api/v1/stores/{kind}/{name}/stats", a.onStore(a.stats))
 	return a
 }
 
 func (a *apiServer) healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "shard": a.db.Shard()})
-}
-
-// target reads {kind} and {name}: unknown_kind / invalid_name on bad input.
-func (a *apiServer) target(r *http.Request) (store.Target, error) {
-	k, err := store.ParseKind(r.PathValue("kind"))
-	if err != nil {
-		return store.Target{}, unknownKind(r.PathValue("kind"))
-	}
-	name := r.PathValue("name")
-	if err := store.ValidateName(name); err != nil {
-		return store.Target{}, &apiError{Status: http.StatusBadRequest, Code: CodeInvalidName, Message: err.Error()}
-	}
-	t := store.Target{Kind: k, Name: name}
-	infoFrom(r.Context()).target = t.String()
-	return t, nil
 }
 
 // unknownKind is the 400 for a kind (path or ?kind=) that names no store kind.
@@ -99,14 +84,28 @@ func (a *apiServer) handle(h func(w http.ResponseWriter, r *http.Request) error)
 	}
 }
 
+// onTarget serves a route of the store named by {kind} and {name} (unknown_kind /
+// invalid_name on bad input) by h, which returns its error answer.
+func (a *apiServer) onTarget(h func(w http.ResponseWriter, r *http.Request, t store.Target) error) http.HandlerFunc {
+	return a.handle(func(w http.ResponseWriter, r *http.Request) error {
+		k, err := store.ParseKind(r.PathValue("kind"))
+		if err != nil {
+			return unknownKind(r.PathValue("kind"))
+		}
+		name := r.PathValue("name")
+		if err := store.ValidateName(name); err != nil {
+			return &apiError{Status: http.StatusBadRequest, Code: CodeInvalidName, Message: err.Error()}
+		}
+		t := store.Target{Kind: k, Name: name}
+		infoFrom(r.Context()).target = t.String()
+		return h(w, r, t)
+	})
+}
+
 // onStore serves a route of one existing store (store_not_found otherwise) by h, which
 // returns its error answer.
 func (a *apiServer) onStore(h func(w http.ResponseWriter, r *http.Request, s *store.Store) error) http.HandlerFunc {
-	return a.handle(func(w http.ResponseWriter, r *http.Request) error {
-		t, err := a.target(r)
-		if err != nil {
-			return err
-		}
+	return a.onTarget(func(w http.ResponseWriter, r *http.Request, t store.Target) error {
 		s, err := a.db.Open(r.Context(), t)
 		if err != nil {
 			return notFoundAs(err, CodeStoreNotFound)

@@ -47,13 +47,10 @@ type mergeRequest struct {
 	MaxPasses       int    `json:"max_passes,omitempty"`
 }
 
-func (a *apiServer) mergeWal(w http.ResponseWriter, r *http.Request) error {
-	t, err := a.target(r)
-	if err != nil {
-		return err
-	}
+func (a *apiServer) mergeWal(w http.ResponseWriter, r *http.Request, t store.Target) error {
 	wait := false
 	if ws := r.URL.Query().Get("wait"); ws != "" {
+		var err error
 		if wait, err = strconv.ParseBool(ws); err != nil {
 			return newAPIError(http.StatusBadRequest, CodeInvalidInput, "wait %q is not a boolean", clipText(ws))
 		}

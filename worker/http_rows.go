@@ -21,11 +21,7 @@ const (
 	maxListLimit     = 10000
 )
 
-func (a *apiServer) appendRows(w http.ResponseWriter, r *http.Request) error {
-	t, err := a.target(r)
-	if err != nil {
-		return err
-	}
+func (a *apiServer) appendRows(w http.ResponseWriter, r *http.Request, t store.Target) error {
 	// The codec checks everything about the rows (duplicate fields included), so the body
 	// only needs to be JSON here; the store decodes it in AppendJSON.
 	return a.withBody(w, r, false, func(body []byte) error {

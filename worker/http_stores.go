@@ -29,11 +29,7 @@ type storeResponse struct {
 	Schema store.Schema `json:"schema"`
 }
 
-func (a *apiServer) createStore(w http.ResponseWriter, r *http.Request) error {
-	t, err := a.target(r)
-	if err != nil {
-		return err
-	}
+func (a *apiServer) createStore(w http.ResponseWriter, r *http.Request, t store.Target) error {
 	var req createRequest
 	if err := a.decodeJSONBody(w, r, t.Kind != store.KindGeneric, &req); err != nil {
 		return err

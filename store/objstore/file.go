@@ -133,18 +133,18 @@ func checkRootCanBeDir(rawURL, root string) error {
 func rootMkdirError(rawURL, root string, err error) error {
 	var pe *fs.PathError
 	var errno syscall.Errno
-	if errors.As(err, &pe) && errors.As(err, &errno) {
-		switch errno {
-		case syscall.EACCES, syscall.EPERM, syscall.EROFS, syscall.ENOENT, syscall.ENOTDIR, syscall.EEXIST,
-			syscall.ENAMETOOLONG, syscall.ELOOP:
-			if pe.Path == root {
-				return invalidf("storage url %q: root %q cannot be created (%v)", rawURL, root, errno)
-			}
-			return invalidf("storage url %q: root %q: %q cannot be created (%v)", rawURL, root, pe.Path, errno)
-		}
+	if !errors.As(err, &pe) || !errors.As(err, &errno) || !slices.Contains(rootRefusals, errno) {
+		return fmt.Errorf("storage url %q: root: %w", rawURL, err)
 	}
-	return fmt.Errorf("storage url %q: root: %w", rawURL, err)
+	if pe.Path == root {
+		return invalidf("storage url %q: root %q cannot be created (%v)", rawURL, root, errno)
+	}
+	return invalidf("storage url %q: root %q: %q cannot be created (%v)", rawURL, root, pe.Path, errno)
 }
+
+// rootRefusals are the errors of a root the file system will not make (rootMkdirError).
+var rootRefusals = []syscall.Errno{syscall.EACCES, syscall.EPERM, syscall.EROFS, syscall.ENOENT,
+	syscall.ENOTDIR, syscall.EEXIST, syscall.ENAMETOOLONG, syscall.ELOOP}
 
 // parseNoSync reads the nosync parameter's values. Only a value that says yes skips fsync:
 // "nosync=0" or "nosync=false" read as skipping it would give up durability on the word no.

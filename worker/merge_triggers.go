@@ -109,7 +109,8 @@ func (tg *mergeTriggers) crowdedOut(key string) bool {
 
 // fire launches one background start for t unless one runs for it (or too many do) and
 // reports whether it did; trigger is the metric label, reason what the run's summary shows.
-// Its callers fire only with a starter.
+//
+// REQUIRES: tg.start != nil (its callers check it).
 func (tg *mergeTriggers) fire(trigger string, t store.Target, pending int, reason string) bool {
 	key := t.String()
 	tg.mu.Lock()

@@ -49,6 +49,7 @@ stamp() { echo "[$(( $(date +%s) - t0 ))s] $*"; }
 # traces and the race detector's reports do not read it, and a link costs about 30 % less CPU
 # (7.3 → 5.1 CPU-s for test/integration under -race), on every one of some 50 binaries a run.
 export WALKEEPER_MODULE_ROOT="$PWD"
+export WALKEEPER_TEST_T0="$t0"
 test_flags=(-exec "$PWD/scripts/test-exec.sh" -ldflags=-w)
 # The builds (servers, vet, tests) collect garbage four times less often: the compiler spends
 # 15-25 % less CPU (decision 0371). Test binaries run with the caller's GOGC: test-exec.sh
@@ -220,10 +221,10 @@ echo "== Temporal servers"
 ./scripts/matrix-table.sh --temporal "$log" ${cluster_pid:+"$clog"} || matrix_status=$?
 
 echo
-echo "== where the time went: test binaries by CPU seconds (wall s, CPU s, lane; $times_dir)"
+echo "== where the time went: test binaries by CPU seconds (wall s, CPU s, started at s, lane; $times_dir)"
 for f in "$times_dir"/*; do
   [[ -f "$f" ]] && sed "s|\$| $(basename "$f")|" "$f"
-done | sort -k3,3 -g -r | awk '{ cpu += $3; printf "  %-40s %7.1f %7.1f  %s\n", $1, $2, $3, $4 } END { printf "  %-40s %7s %7.1f\n", "all test binaries", "", cpu }'
+done | sort -k3,3 -g -r | awk '{ cpu += $3; printf "  %-40s %7.1f %7.1f %7d  %s\n", $1, $2, $3, $4, $5 } END { printf "  %-40s %7s %7.1f\n", "all test binaries", "", cpu }'
 
 echo
 echo "summary: ${passed} passed, ${failed} failed, ${skipped} skipped; $(( $(date +%s) - t0 ))s"

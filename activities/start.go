@@ -62,7 +62,7 @@ func (a *Activities) StartWorkflows(ctx context.Context, p contract.StartWorkflo
 				m.WorkflowStart(req.Trigger, err)
 			}
 			if err != nil {
-				o.Error = contract.StartError(err)
+				o.Error = contract.StartErrorText(err.Error())
 				errs[i] = err
 				if logged.Add(1) <= maxStartFailuresLogged {
 					a.logger().Warn("workflow start failed", zap.String("workflow", req.Workflow),

@@ -169,7 +169,7 @@ type StartOutcome struct {
 	Target     string `json:"target"`
 	WorkflowID string `json:"workflow_id,omitempty"`
 	RunID      string `json:"run_id,omitempty"`
-	// Error is why the start failed, cut by StartError so a batch of outcomes stays under
+	// Error is why the start failed, cut by StartErrorText so a batch of outcomes stays under
 	// MaxPayloadBytes (the activity logs the whole error).
 	Error string `json:"error,omitempty"`
 }

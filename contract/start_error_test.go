@@ -2,13 +2,12 @@ package contract
 
 import (
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 	"unicode/utf8"
 )
 
-// StartError keeps a start's error within MaxStartErrorBytes as JSON encodes it, whatever it
+// StartErrorText keeps a start's error within MaxStartErrorBytes as JSON encodes it, whatever it
 // holds: escaped characters, multi-byte runes, invalid bytes. A short error is kept whole.
 func TestStartErrorBoundedAsJSON(t *testing.T) {
 	for name, msg := range map[string]string{
@@ -20,7 +19,7 @@ func TestStartErrorBoundedAsJSON(t *testing.T) {
 		"invalid": strings.Repeat("\xff", 300),
 		"mixed":   "start merge-wal/generic/x: " + strings.Repeat("\"<é\xff\x02", 100),
 	} {
-		got := StartError(errors.New(msg))
+		got := StartErrorText(msg)
 		raw, err := json.Marshal(got)
 		if err != nil {
 			t.Fatal(err)
@@ -35,11 +34,11 @@ func TestStartErrorBoundedAsJSON(t *testing.T) {
 			t.Errorf("%s: cut inside a rune: %q", name, got)
 		}
 	}
-	if got := StartError(errors.New("workflow already running")); got != "workflow already running" {
+	if got := StartErrorText("workflow already running"); got != "workflow already running" {
 		t.Errorf("short error changed: %q", got)
 	}
 	exact := strings.Repeat("a", MaxStartErrorBytes)
-	if got := StartError(errors.New(exact)); got != exact {
+	if got := StartErrorText(exact); got != exact {
 		t.Errorf("an error of exactly the bound was cut: %q", got)
 	}
 }

@@ -77,14 +77,9 @@ func FailureText(s string) string {
 // (TestStartBatchPayloadBounded).
 const MaxStartErrorBytes = 128
 
-// StartError is err's text for a StartOutcome, cut on a rune boundary with "…" so its JSON
-// encoding takes at most MaxStartErrorBytes. Pure.
-func StartError(err error) string {
-	return clipJSON(err.Error(), MaxStartErrorBytes)
-}
-
-// StartErrorText is s cut as StartError cuts an error's text, for a whole batch's failure
-// that a sweep repeats in the skip of each of the batch's starts. Pure.
+// StartErrorText is s, an error's text for a StartOutcome or a whole batch's failure that a
+// sweep repeats in the skip of each of the batch's starts, cut on a rune boundary with "…" so
+// its JSON encoding takes at most MaxStartErrorBytes. Pure.
 func StartErrorText(s string) string {
 	return clipJSON(s, MaxStartErrorBytes)
 }

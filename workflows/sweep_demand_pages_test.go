@@ -339,7 +339,7 @@ func TestStartBatchPayloadBounded(t *testing.T) {
 			out.Outcomes = append(out.Outcomes, contract.StartOutcome{Workflow: contract.MergeWalWorkflow, Target: tgt,
 				WorkflowID: "merge-wal/generic/" + tgt[len("generic:"):], RunID: "0195e5d2-7b1c-7e3a-9f00-3c5d2a1b4e6f"})
 			failed.Outcomes = append(failed.Outcomes, contract.StartOutcome{Workflow: contract.MergeWalWorkflow, Target: tgt,
-				WorkflowID: "merge-wal/generic/" + tgt[len("generic:"):], Error: contract.StartError(errors.New(strings.Repeat("<\"", contract.MaxPayloadBytes)))})
+				WorkflowID: "merge-wal/generic/" + tgt[len("generic:"):], Error: contract.StartErrorText(strings.Repeat("<\"", contract.MaxPayloadBytes))})
 		}
 		// The worst result: every start but one failed, each error as long as an outcome
 		// keeps, and every byte of it escaped in JSON.

@@ -1,13 +1,13 @@
 package activities
 
 import (
-	"container/heap"
 	"context"
 	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
 
+	"github.com/google/btree"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -27,7 +27,7 @@ type MaintenanceMetrics interface {
 }
 
 // ScanDemand lists kind's demand index as it streams and keeps the p.MaxCandidates most
-// indebted stores over a threshold in a bounded heap, reading no store; p.After pages on and
+// indebted stores over a threshold in a bounded set, reading no store; p.After pages on and
 // p.AsOf fixes the clock. A store whose MergeWal is running is counted in Running instead
 // (runningMerges) unless it also asks for compaction, since a start would only attach.
 func (a *Activities) ScanDemand(ctx context.Context, p contract.ScanDemandParams) (res contract.ScanDemandResult, err error) {
@@ -48,7 +48,8 @@ func (a *Activities) ScanDemand(ctx context.Context, p contract.ScanDemandParams
 	if !p.AsOf.IsZero() {
 		now = p.AsOf
 	}
-	top := &candidateHeap{}
+	// The candidates kept, most indebted first, so the bounded set evicts its last.
+	top := btree.NewG(8, contract.DemandBefore)
 	agg := &storeDemand{}
 	// Listed at the first qualified store.
 	running := sync.OnceValue(func() map[string]bool { return a.runningMerges(ctx, kind) })
@@ -62,11 +63,11 @@ func (a *Activities) ScanDemand(ctx context.Context, p contract.ScanDemandParams
 			res.Qualified++
 			if running()[contract.MergeWalID(agg.target)] && !t.Compact {
 				res.Running++
-			} else if top.Len() < k {
-				heap.Push(top, t)
-			} else if contract.DemandBefore(t, (*top)[0]) {
-				(*top)[0] = t
-				heap.Fix(top, 0)
+			} else {
+				top.ReplaceOrInsert(t)
+				if top.Len() > k {
+					top.DeleteMax()
+				}
 			}
 		}
 		agg.reset(store.Target{})
@@ -87,7 +88,7 @@ func (a *Activities) ScanDemand(ctx context.Context, p contract.ScanDemandParams
 		return res, err
 	}
 	flush()
-	res.Targets = top.sorted()
+	res.Targets = distinctTargets(top)
 	if cut, err := fitPayload(&res); err != nil {
 		return res, err
 	} else if cut > 0 {
@@ -190,35 +191,18 @@ func (s *storeDemand) result(now time.Time) contract.DemandTarget {
 	return t
 }
 
-// candidateHeap keeps the least indebted candidate on top, so the bounded set evicts it.
-type candidateHeap []contract.DemandTarget
-
-func (h candidateHeap) Len() int           { return len(h) }
-func (h candidateHeap) Less(i, j int) bool { return contract.DemandBefore(h[j], h[i]) }
-func (h candidateHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *candidateHeap) Push(x any)        { *h = append(*h, x.(contract.DemandTarget)) }
-func (h *candidateHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
-
-// sorted drains the heap most indebted first. A store listed twice (a backend that broke
-// contiguity) keeps its more indebted entry.
-func (h *candidateHeap) sorted() []contract.DemandTarget {
-	out := make([]contract.DemandTarget, h.Len())
-	for i := len(out) - 1; i >= 0; i-- {
-		out[i] = heap.Pop(h).(contract.DemandTarget)
-	}
-	seen := make(map[string]bool, len(out))
-	kept := out[:0]
-	for _, t := range out {
+// distinctTargets lists the candidates most indebted first. A store listed twice (a backend
+// that broke contiguity) keeps its more indebted entry.
+func distinctTargets(top *btree.BTreeG[contract.DemandTarget]) []contract.DemandTarget {
+	kept := make([]contract.DemandTarget, 0, top.Len())
+	seen := make(map[string]bool, top.Len())
+	top.Ascend(func(t contract.DemandTarget) bool {
 		if !seen[t.Target] {
 			seen[t.Target] = true
 			kept = append(kept, t)
 		}
-	}
+		return true
+	})
 	return kept
 }
 

@@ -224,7 +224,7 @@ func TestRequestCounterCounts(t *testing.T) {
 	cb := b.WithFaults(rc)
 	require.NoError(t, cb.Put(ctx, "a/b", []byte("x")))
 	require.NoError(t, errOf(cb.Get(ctx, "a/b")))
-	_, _, err = cb.ListPageWhere(ctx, "a/", "", 10, nil)
+	_, _, _, err = cb.ListPageBytes(ctx, "a/", "", 10, 0, nil, nil)
 	require.NoError(t, err)
 	c := rc.Counts()
 	require.Equal(t, requestcount.Counts{Get: 1, Put: 1, List: 1}, c)

@@ -180,3 +180,9 @@ func TestCheckURLCreatesNothing(t *testing.T) {
 		require.ErrorIs(t, CheckURL(ctx, u), ErrInvalidInput, u)
 	}
 }
+
+// ListPageWhere is ListPageBytes without a byte bound, as the tests page.
+func (b *Bucket) ListPageWhere(ctx context.Context, prefix, after string, limit int, keep func(ObjectInfo) bool) ([]ObjectInfo, bool, error) {
+	objs, more, _, err := b.ListPageBytes(ctx, prefix, after, limit, 0, keep, nil)
+	return objs, more, err
+}

@@ -8,7 +8,7 @@ import (
 // Listings that must not grow with the fleet: a streaming walk and key-ordered pages with a
 // cursor; Bucket.List stays for prefixes bounded by one store's state.
 
-// MaxListPage caps one ListPageWhere page (and one registry page); larger limits are clamped.
+// MaxListPage caps one ListPageBytes page (and one registry page); larger limits are clamped.
 const MaxListPage = 1000
 
 // Walk calls fn for every object under prefix as the backend streams it, holding one backend
@@ -19,19 +19,13 @@ func (b *Bucket) Walk(ctx context.Context, prefix string, fn func(ObjectInfo) er
 	})
 }
 
-// ListPageWhere returns up to limit (clamped to [1, MaxListPage]) objects under prefix that
+// ListPageBytes returns up to limit (clamped to [1, MaxListPage]) objects under prefix that
 // keep accepts (nil: all), after `after` ("" = from the start) in bytewise key order, and
 // whether more may follow. Refused objects neither count nor end the page, so a page is short
 // only at the end. Every backend starts listing at `after`, so a page costs one or two list
-// requests on object stores (docs/STORAGE.md §6).
-func (b *Bucket) ListPageWhere(ctx context.Context, prefix, after string, limit int, keep func(ObjectInfo) bool) ([]ObjectInfo, bool, error) {
-	objs, more, _, err := b.ListPageBytes(ctx, prefix, after, limit, 0, keep, nil)
-	return objs, more, err
-}
-
-// ListPageBytes is ListPageWhere whose page also ends with the object that brings the sum of
-// size to maxBytes (0 or nil size: no such bound), always holding one object, and returns
-// that sum.
+// requests on object stores (docs/STORAGE.md §6). The page also ends with the object that
+// brings the sum of size to maxBytes (0 or nil size: no such bound), always holding one
+// object, and ListPageBytes returns that sum.
 func (b *Bucket) ListPageBytes(ctx context.Context, prefix, after string, limit int, maxBytes int64,
 	keep func(ObjectInfo) bool, size func(ObjectInfo) int64) ([]ObjectInfo, bool, int64, error) {
 	limit = min(max(limit, 1), MaxListPage)

@@ -235,7 +235,7 @@ func testListDirs(t *testing.T, b *objstore.Bucket) {
 }
 
 // testListPages: more keys than one listing page (1000 on S3, GCS and Azure): List must
-// follow the continuation token, the delimiter listing must page too, and a ListPageWhere
+// follow the continuation token, the delimiter listing must page too, and a ListPageBytes
 // page that starts past the first backend page, or runs across its end, returns the keys
 // right after its cursor.
 func testListPages(t *testing.T, b *objstore.Bucket) {
@@ -252,19 +252,19 @@ func testListPages(t *testing.T, b *objstore.Bucket) {
 		t.Fatalf("ListDirs over pages: %d dirs, want %d", len(dirs), many)
 	}
 	for _, start := range []int{0, 700, 999, 1000, 1050, many - 3} {
-		objs, more, err := b.ListPageWhere(ctx, "p/", key(start), 500, nil)
-		wantErr(t, "ListPageWhere(after "+key(start)+")", err, nil)
+		objs, more, _, err := b.ListPageBytes(ctx, "p/", key(start), 500, 0, nil, nil)
+		wantErr(t, "ListPageBytes(after "+key(start)+")", err, nil)
 		want := []string{}
 		for i := start + 1; i < min(start+501, many); i++ {
 			want = append(want, key(i))
 		}
 		if got := keysOf(objs); !reflect.DeepEqual(got, want) || more != (start+1+500 < many) {
-			t.Fatalf("ListPageWhere(after %q) = %d objects from %q, more %v; want %d from %q", key(start), len(got), got[:min(len(got), 1)], more, len(want), want[:min(len(want), 1)])
+			t.Fatalf("ListPageBytes(after %q) = %d objects from %q, more %v; want %d from %q", key(start), len(got), got[:min(len(got), 1)], more, len(want), want[:min(len(want), 1)])
 		}
 	}
 }
 
-// testListPageStartAfter: ListPageWhere pages in key order (bytewise) from any cursor, including
+// testListPageStartAfter: ListPageBytes pages in key order (bytewise) from any cursor, including
 // one that is no stored key, with keys whose order differs from a per-directory name order
 // ("a.x" < "a/b" as keys, while the directory "a" sorts before "a.x" by name) and a prefix ending mid-segment.
 func testListPageStartAfter(t *testing.T, b *objstore.Bucket) {
@@ -279,17 +279,17 @@ func testListPageStartAfter(t *testing.T, b *objstore.Bucket) {
 		after := ""
 		for pages := 0; ; pages++ {
 			if pages > len(want)+1 {
-				t.Fatalf("limit %d: ListPageWhere never ends (%q)", limit, got)
+				t.Fatalf("limit %d: ListPageBytes never ends (%q)", limit, got)
 			}
-			objs, more, err := b.ListPageWhere(ctx, "q/", after, limit, nil)
-			wantErr(t, fmt.Sprintf("ListPageWhere(q/, %q, %d)", after, limit), err, nil)
+			objs, more, _, err := b.ListPageBytes(ctx, "q/", after, limit, 0, nil, nil)
+			wantErr(t, fmt.Sprintf("ListPageBytes(q/, %q, %d)", after, limit), err, nil)
 			if len(objs) > limit {
-				t.Fatalf("ListPageWhere(q/, %q, %d) = %d objects", after, limit, len(objs))
+				t.Fatalf("ListPageBytes(q/, %q, %d) = %d objects", after, limit, len(objs))
 			}
 			for _, o := range objs {
 				got = append(got, o.Key)
 				if o.Size != int64(len(o.Key)) {
-					t.Errorf("ListPageWhere %q: size %d, want %d", o.Key, o.Size, len(o.Key))
+					t.Errorf("ListPageBytes %q: size %d, want %d", o.Key, o.Size, len(o.Key))
 				}
 			}
 			if !more {
@@ -301,7 +301,7 @@ func testListPageStartAfter(t *testing.T, b *objstore.Bucket) {
 			after = objs[len(objs)-1].Key
 		}
 		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("ListPageWhere pages (limit %d) = %q, want %q", limit, got, want)
+			t.Fatalf("ListPageBytes pages (limit %d) = %q, want %q", limit, got, want)
 		}
 	}
 	for _, c := range []struct {
@@ -316,10 +316,10 @@ func testListPageStartAfter(t *testing.T, b *objstore.Bucket) {
 		{"q/", "p", []string{"q/a.x", "q/a/b"}},        // before the prefix
 		{"q/", "zz", []string{}},                       // after the prefix
 	} {
-		objs, _, err := b.ListPageWhere(ctx, c.prefix, c.after, 2, nil)
-		wantErr(t, fmt.Sprintf("ListPageWhere(%q, %q)", c.prefix, c.after), err, nil)
+		objs, _, _, err := b.ListPageBytes(ctx, c.prefix, c.after, 2, 0, nil, nil)
+		wantErr(t, fmt.Sprintf("ListPageBytes(%q, %q)", c.prefix, c.after), err, nil)
 		if got := keysOf(objs); !reflect.DeepEqual(got, c.want) {
-			t.Errorf("ListPageWhere(%q, after %q, 2) = %q, want %q", c.prefix, c.after, got, c.want)
+			t.Errorf("ListPageBytes(%q, after %q, 2) = %q, want %q", c.prefix, c.after, got, c.want)
 		}
 	}
 }

@@ -45,14 +45,6 @@ func (db *DB) recoverPanic(where string, errp *error) {
 	}
 }
 
-// NewPanicError counts the panic v, recovered in a goroutine doing where, and returns it with
-// the stack of the calling goroutine: call it from the deferred function that recovered v.
-// Callers outside the store log it themselves.
-func NewPanicError(where string, v any) *PanicError {
-	recoveredPanics.Add(1)
-	return &PanicError{Where: where, Value: v, Stack: debug.Stack()}
-}
-
 // RecoverTo, deferred as is by a goroutine outside the store that runs store or Temporal
 // calls (an activity's, the worker's flush sweeper's), does for it what the store does for
 // its own: the panic is logged with log, counted, and set in *errp.
@@ -63,9 +55,11 @@ func RecoverTo(log *zap.Logger, where string, errp *error) {
 }
 
 // logPanic counts the panic v of a goroutine doing where and logs it with that goroutine's
-// stack, once: the line "goroutine panicked" is what the alert's runbook points at.
+// stack, once: the line "goroutine panicked" is what the alert's runbook points at. Call it
+// from the deferred function that recovered v, whose goroutine's stack it records.
 func logPanic(log *zap.Logger, where string, v any) *PanicError {
-	pe := NewPanicError(where, v)
+	recoveredPanics.Add(1)
+	pe := &PanicError{Where: where, Value: v, Stack: debug.Stack()}
 	log.Error("goroutine panicked", zap.String("where", where),
 		zap.String("panic", target.Clip(fmt.Sprint(v))), zap.ByteString("stack", pe.Stack)) // the value may quote a key
 	return pe

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"hash"
 	"hash/crc32"
 	"io"
 )
@@ -22,23 +21,12 @@ func checksumOf(data []byte) string {
 
 func formatChecksum(sum uint32) string { return fmt.Sprintf("%08x", sum) }
 
-// checksumWriter computes the checksum of what is written through it.
-type checksumWriter struct {
-	w io.Writer
-	h hash.Hash32
+// newChecksumWriter returns w teed into a checksum, and sum, the manifest form of the
+// checksum of what was written through it.
+func newChecksumWriter(w io.Writer) (_ io.Writer, sum func() string) {
+	h := crc32.New(castagnoli)
+	return io.MultiWriter(w, h), func() string { return formatChecksum(h.Sum32()) }
 }
-
-func newChecksumWriter(w io.Writer) *checksumWriter {
-	return &checksumWriter{w: w, h: crc32.New(castagnoli)}
-}
-
-func (c *checksumWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.h.Write(p[:n])
-	return n, err
-}
-
-func (c *checksumWriter) sum() string { return formatChecksum(c.h.Sum32()) }
 
 // WAL objects are listed by no manifest, so their checksum travels in the object: an 8-byte
 // magic and the CRC-32C (big-endian) of the IPC bytes that follow, ErrCorrupt without it.

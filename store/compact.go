@@ -178,10 +178,10 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 	written := s.db.opts.Now() // before the put: a backend may date the object from its start
 	var co compactOutput
 	out.Bytes, err = s.db.bucket.PutFrom(ctx, out.Path, func(w io.Writer) error {
-		cw := newChecksumWriter(w) // fresh per call: the sum is of the bytes that were stored
+		cw, sum := newChecksumWriter(w) // fresh per call: the sum is of the bytes that were stored
 		var err error
 		co, err = s.writeCompacted(ctx, acct, cw, ins, plan)
-		out.Checksum = cw.sum()
+		out.Checksum = sum()
 		return err
 	})
 	if err != nil {

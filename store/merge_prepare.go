@@ -231,8 +231,8 @@ func (s *Store) writeStagedRun(ctx context.Context, acct *memAccount, key string
 	var err error
 	staged.Bytes, err = s.db.bucket.PutFrom(ctx, staged.Path, func(w io.Writer) error {
 		off, started := 0, false
-		cw := newChecksumWriter(w) // fresh per call: the sum is of the bytes that were stored
-		defer func() { staged.Checksum = cw.sum() }()
+		cw, sum := newChecksumWriter(w) // fresh per call: the sum is of the bytes that were stored
+		defer func() { staged.Checksum = sum() }()
 		// The checksum and the storage writes run behind the encoder, on another core.
 		wb := newWriteBehind(s.db, acct, cw)
 		err := writeParquetWith(acct, wb, schema, func() (arrow.RecordBatch, error) {

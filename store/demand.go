@@ -123,11 +123,12 @@ type DemandCleanResult struct {
 	Missing int `json:"missing"`
 }
 
-// cleanDemand makes the shard's demand records, objs, match its manifest sm (nil: none) and
-// its watermark wm: it deletes records of merged and never-published generations and, with
-// repair, writes the missing records of pending ones. With a wm read before sm
-// (ReconcileDemand), a generation merged in between is pending to wm: its record is left for
-// the next clean-up while sm lists it, and counted an orphan once sm no longer does.
+// cleanDemand makes the shard's demand records, objs (listed under its demandShardPrefix),
+// match its manifest sm (nil: none) and its watermark wm: it deletes records of merged and
+// never-published generations and, with repair, writes the missing records of pending ones.
+// With a wm read before sm (ReconcileDemand), a generation merged in between is pending to
+// wm: its record is left for the next clean-up while sm lists it, and counted an orphan once
+// sm no longer does.
 func (s *Store) cleanDemand(ctx context.Context, shard string, sm *manifest.Shard, wm uint64, repair bool, objs []objstore.ObjectInfo) (DemandCleanResult, error) {
 	var res DemandCleanResult
 	listed := map[uint64]bool{}
@@ -145,11 +146,8 @@ func (s *Store) cleanDemand(ctx context.Context, shard string, sm *manifest.Shar
 	var errs []error
 	for _, o := range objs {
 		r, ok := ParseDemandKey(o.Key)
-		if !ok {
+		if !ok { // a record under the shard's prefix is of its store and shard
 			s.db.foreignObject(foreignDemand, o.Key)
-			continue
-		}
-		if r.Compact || r.Target != s.target || r.Shard != shard {
 			continue
 		}
 		var drop, orphan bool
@@ -207,7 +205,7 @@ func (s *Store) afterMergeDemand(ctx context.Context, shard string, through uint
 				s.db.foreignObject(foreignDemand, o.Key)
 				continue
 			}
-			if !r.Compact && r.Target == s.target && r.Shard == shard && r.Gen <= through {
+			if r.Gen <= through { // a record under the shard's prefix is of its store and shard
 				g.Go(s.db.guard("demand delete", func() error { return s.db.bucket.Delete(ctx, o.Key) }))
 			}
 		}

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -32,9 +31,7 @@ func compactRunID() string { return compactRunNamePrefix + randomHex() }
 
 // isCompactRunKey reports whether key is a compaction output of t (dataKey of compactRunID).
 func isCompactRunKey(t Target, key string) bool {
-	name, inPrefix := strings.CutPrefix(key, dataPrefix(t)+compactRunNamePrefix)
-	name, suffixed := strings.CutSuffix(name, ".parquet")
-	return inPrefix && suffixed && isHashKey(name)
+	return isHashName(dataPrefix(t)+compactRunNamePrefix, key, ".parquet")
 }
 
 // errCollectPageFull ends the listing once a pass has its share of candidates.

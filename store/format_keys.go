@@ -86,11 +86,11 @@ func parseStagedRunKey(t Target, key string) (tag string, from, through uint64, 
 	return parts[1], from, through, true
 }
 
-// isClaimKey reports whether key is an attempt claim under the attempts/ prefix stem
-// (claimPrefix): stem + hashKey's 24 hex digits + ".json".
-func isClaimKey(stem, key string) bool {
-	h, inPrefix := strings.CutPrefix(key, stem)
-	h, suffixed := strings.CutSuffix(h, ".json")
+// isHashName reports whether key is prefix + a name hashKey or randomHex makes + suffix: an
+// attempt claim under its claimPrefix (".json"), or a compaction output (isCompactRunKey).
+func isHashName(prefix, key, suffix string) bool {
+	h, inPrefix := strings.CutPrefix(key, prefix)
+	h, suffixed := strings.CutSuffix(h, suffix)
 	return inPrefix && suffixed && isHashKey(h)
 }
 

@@ -147,7 +147,7 @@ func (s *Store) collectShardClaims(ctx context.Context, watermark uint64, shard 
 		if deleted == collectPerRound {
 			break
 		}
-		if !isClaimKey(prefix, o.Key) {
+		if !isHashName(prefix, o.Key, ".json") { // an attempt claim: attemptClaimKey
 			s.db.foreignObject(foreignClaims, o.Key)
 			continue
 		}

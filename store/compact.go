@@ -43,9 +43,6 @@ func (p compactionPlan) dropsTombstone(seq int64) bool {
 // not positive = no cap, as CompactParams' -1); the plan is empty when fewer than two runs
 // qualify. Pure.
 func planCompaction(base *manifest.Base, pending map[string][]manifest.Gen, maxRuns int, maxBytes int64) compactionPlan {
-	if len(base.Runs) < 2 {
-		return compactionPlan{}
-	}
 	sorted := slices.Clone(base.Runs)
 	slices.SortStableFunc(sorted, func(a, b manifest.Run) int { return cmp.Or(cmp.Compare(a.Bytes, b.Bytes), cmp.Compare(a.ID, b.ID)) })
 	var inputs []manifest.Run

@@ -19,6 +19,15 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	require.Eventually(t, cond, 10*time.Second, time.Millisecond, "timed out waiting for %s", what)
 }
 
+// waitQueued waits until n Reserve calls count as waiting and the first of them is in the
+// semaphore's queue. Waiting() counts a call just before it joins the queue, and until it
+// has, a TryGrow or a smaller Reserve can still take free bytes ahead of it. TryAcquire(0)
+// takes nothing and succeeds only while the queue is empty.
+func waitQueued(t *testing.T, b *Budget, n int, what string) {
+	t.Helper()
+	waitFor(t, what, func() bool { return b.Waiting() == n && !b.sem.TryAcquire(0) })
+}
+
 func mustReserve(t *testing.T, b *Budget, want int64) *Reservation {
 	t.Helper()
 	r, _, err := b.Reserve(context.Background(), want)
@@ -148,7 +157,7 @@ func TestBudgetExhaustedWaitsAndResumes(t *testing.T) {
 	holder := mustReserve(t, b, 100)
 	start := time.Now()
 	ch := reserveAsync(context.Background(), b, 10)
-	waitFor(t, "the reservation to queue", func() bool { return b.Waiting() == 1 })
+	waitQueued(t, b, 1, "the reservation to queue")
 	expectBlocked(t, ch, 150*time.Millisecond)
 	holder.Release()
 	res := receiveBytes(t, ch, "resumed", 10)
@@ -165,10 +174,10 @@ func TestBudgetCancelWhileWaiting(t *testing.T) {
 	holder := mustReserve(t, b, 60)
 	ctx, cancel := context.WithCancel(context.Background())
 	big := reserveAsync(ctx, b, 80) // needs 80, only 40 free
-	waitFor(t, "the reservation to queue", func() bool { return b.Waiting() == 1 })
+	waitQueued(t, b, 1, "the reservation to queue")
 	// A small request queues behind the big one (FIFO) ...
 	small := reserveAsync(context.Background(), b, 30)
-	waitFor(t, "the second reservation to queue", func() bool { return b.Waiting() == 2 })
+	waitQueued(t, b, 2, "the second reservation to queue")
 	cancel()
 	res := receive(t, big)
 	require.ErrorIs(t, res.err, context.Canceled)
@@ -197,9 +206,9 @@ func TestBudgetOversizedRunsAlone(t *testing.T) {
 	a := mustReserve(t, b, 30)
 	c := mustReserve(t, b, 30)
 	big := reserveAsync(context.Background(), b, 500)
-	waitFor(t, "the oversized request to queue", func() bool { return b.Waiting() == 1 })
+	waitQueued(t, b, 1, "the oversized request to queue")
 	later := reserveAsync(context.Background(), b, 10) // 40 free, but FIFO puts it behind
-	waitFor(t, "the later request to queue", func() bool { return b.Waiting() == 2 })
+	waitQueued(t, b, 2, "the later request to queue")
 	a.Release()
 	expectBlocked(t, big, 50*time.Millisecond)
 	c.Release()
@@ -268,7 +277,7 @@ func TestBudgetQueuedReserveDoesNotBlockGrowingHolder(t *testing.T) {
 	b := NewBudget(100)
 	holder := mustReserve(t, b, 40)
 	queued := reserveAsync(context.Background(), b, 100)
-	waitFor(t, "the initial reservation to queue", func() bool { return b.Waiting() == 1 })
+	waitQueued(t, b, 1, "the initial reservation to queue")
 	finished := make(chan bool, 1)
 	go func() {
 		grew := holder.TryGrow(60) // 60 free, but a waiter is queued

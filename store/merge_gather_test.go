@@ -105,7 +105,7 @@ func TestMergeReadsKeepThePrefixWhateverTheReadOrder(t *testing.T) {
 			r.Release()
 		}
 	}()
-	waitFor(t, "the request for the rest to queue", func() bool { return budget.Waiting() > 0 })
+	waitQueued(t, budget, 1, "the request for the rest to queue")
 	acct := newMemAccount(res, budget)
 	files, frees, err := s.readGensForMerge(ctx, acct, db.shard, gens, nil)
 	require.NoError(t, err)

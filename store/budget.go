@@ -61,7 +61,9 @@ func (b *Budget) Reserved() int64 {
 	return b.reserved.Load()
 }
 
-// Waiting returns how many Reserve calls are currently blocked.
+// Waiting returns how many Reserve calls are waiting for bytes. A call counts just before it
+// joins the semaphore's queue, so for a moment it may count while the bytes it waits for could
+// still be taken ahead of it: a gauge for metrics and admission hints, not a synchronization.
 func (b *Budget) Waiting() int {
 	if b == nil {
 		return 0

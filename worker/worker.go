@@ -26,11 +26,8 @@ import (
 // Worker is one walkeeper worker process: the store handle, the HTTP data plane, the flush
 // sweeper and, with a Temporal client, its two Temporal workers.
 type Worker struct {
-	cfg Config
-	log *zap.Logger
-	// actLog is for activities: they log the shard they merge as "shard", so this
-	// process's own shard goes under another name.
-	actLog  *zap.Logger
+	cfg     Config
+	log     *zap.Logger
 	tc      client.Client
 	budget  *store.Budget
 	metrics *Metrics
@@ -136,7 +133,9 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 		return fmt.Errorf("open storage %s: %w", w.cfg.Storage, err)
 	}
 	w.db = db
-	w.actLog = w.log.With(zap.String("worker_shard", db.Shard()))
+	// Activities log the shard they merge as "shard", so this process's own shard goes under
+	// another name in their lines.
+	actLog := w.log.With(zap.String("worker_shard", db.Shard()))
 	log := w.log.With(zap.String("shard", db.Shard()))
 	w.log = log
 
@@ -160,7 +159,7 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 	w.warnIfUnauthenticated(ln.Addr())
 
 	if w.tc != nil {
-		if err := w.startTemporalLocked(ctx, db); err != nil {
+		if err := w.startTemporalLocked(ctx, db, actLog.Named("activities")); err != nil {
 			return err
 		}
 	} else {
@@ -217,8 +216,8 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 
 // startTemporalLocked registers search attributes (retried for up to w.ensureWithin, before
 // anything can start a workflow that needs them; one of another type fails it) and starts
-// both Temporal workers.
-func (w *Worker) startTemporalLocked(ctx context.Context, db *store.DB) error {
+// both Temporal workers, whose activities log to actLog.
+func (w *Worker) startTemporalLocked(ctx context.Context, db *store.DB, actLog *zap.Logger) error {
 	log := w.log
 	retrying := func(err error) {
 		log.Warn("Temporal is not answering yet; registering the search attributes again", zap.Error(err))
@@ -234,7 +233,7 @@ func (w *Worker) startTemporalLocked(ctx context.Context, db *store.DB) error {
 	}
 	host, _ := os.Hostname()
 	identity := fmt.Sprintf("%d@%s/%s", os.Getpid(), host, w.cfg.Instance)
-	acts := &activities.Activities{DB: db, Logger: w.actLog.Named("activities"), Metrics: w.metrics, Client: w.tc,
+	acts := &activities.Activities{DB: db, Logger: actLog, Metrics: w.metrics, Client: w.tc,
 		StartConcurrency: w.cfg.SweepStartConcurrency, RunTimeout: w.cfg.MergeRunTimeout, FairnessWeights: w.cfg.FairnessWeights}
 
 	if !w.cfg.StickyWorkflows {

@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -108,7 +107,8 @@ func (tg *mergeTriggers) crowdedOut(key string) bool {
 }
 
 // fire launches one background start for t unless one runs for it (or too many do) and
-// reports whether it did; trigger is the metric label, reason what the run's summary shows.
+// reports whether it did; trigger, TriggerCount or TriggerDebt, is the metric label, reason
+// what the run's summary shows.
 //
 // REQUIRES: tg.start != nil (its callers check it).
 func (tg *mergeTriggers) fire(trigger string, t store.Target, pending int, reason string) bool {
@@ -136,11 +136,12 @@ func (tg *mergeTriggers) fire(trigger string, t store.Target, pending int, reaso
 		defer tg.wg.Done()
 		ctx, cancel := context.WithTimeout(tg.life, startTimeout)
 		defer cancel()
-		var in contract.MergeWalInput
+		in := contract.MergeWalInput{Trigger: contract.TriggerBackPressure}
 		if trigger == TriggerCount {
 			in = tg.countInput
+			in.Trigger = contract.TriggerCount
 		}
-		in.Target, in.Trigger, in.TriggerReason, in.Urgent = key, cmp.Or(workflowTriggers[trigger], contract.TriggerUnknown), reason, tg.urgent(trigger, pending)
+		in.Target, in.TriggerReason, in.Urgent = key, reason, tg.urgent(trigger, pending)
 		// The pending count rides the start, where search attributes cost no action.
 		// A panic of the start is its error, so that the store's start is no longer in flight.
 		var run client.WorkflowRun
@@ -200,9 +201,6 @@ func (tg *mergeTriggers) urgent(trigger string, pending int) bool {
 	return trigger == TriggerDebt ||
 		trigger == TriggerCount && tg.threshold > 0 && pending >= contract.UrgentPastTriggerFactor*tg.threshold
 }
-
-// workflowTriggers map the metric label of a worker trigger to the WalTrigger of its starts.
-var workflowTriggers = map[string]string{TriggerCount: contract.TriggerCount, TriggerHTTP: contract.TriggerHTTP, TriggerDebt: contract.TriggerBackPressure}
 
 // forgetUnflushed drops the count-start retries of kind k's stores not in flushed, since only
 // their seals retry; the sweep still finds such a store's debt in the demand index.

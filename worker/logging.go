@@ -18,11 +18,9 @@ const (
 // NewLogger builds a logger writing JSON lines (default) or console text to w, at level
 // debug|info|warn|error (default info).
 func NewLogger(w io.Writer, format, level string) (*zap.Logger, error) {
-	lvl := zapcore.InfoLevel
-	if level != "" {
-		if err := lvl.UnmarshalText([]byte(strings.ToLower(level))); err != nil {
-			return nil, fmt.Errorf("log level %q: want debug, info, warn or error", level)
-		}
+	var lvl zapcore.Level // zap reads "" as info
+	if err := lvl.UnmarshalText([]byte(strings.ToLower(level))); err != nil {
+		return nil, fmt.Errorf("log level %q: want debug, info, warn or error", level)
 	}
 	var cfg zapcore.EncoderConfig
 	newEncoder := zapcore.NewJSONEncoder

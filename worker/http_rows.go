@@ -61,10 +61,7 @@ func (a *apiServer) getRow(w http.ResponseWriter, r *http.Request, s *store.Stor
 }
 
 func (a *apiServer) deleteRow(w http.ResponseWriter, r *http.Request, s *store.Store) error {
-	id := r.PathValue("id")
-	if id == "" {
-		return newAPIError(http.StatusBadRequest, CodeInvalidInput, "empty row id")
-	}
+	id := r.PathValue("id") // never empty: a wildcard matches a non-empty segment
 	// An append refuses such a key, so no row has it; a tombstone of it would be written for
 	// nothing and answered as another key (JSON turns the bad bytes into U+FFFD).
 	if !utf8.ValidString(id) {

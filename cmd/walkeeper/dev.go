@@ -404,11 +404,9 @@ func printDevBanner(out io.Writer, st devState, data string, workers []*worker.W
 	fmt.Fprintln(out)
 }
 
-// portOrFree returns p if it can be bound on 127.0.0.1 now, else 0 (= pick a free one).
+// portOrFree returns p if it can be bound on 127.0.0.1 now, else 0 (= pick a free one); a p
+// of 0 binds a free port, and stays 0.
 func portOrFree(p int) int {
-	if p <= 0 {
-		return 0
-	}
 	l, err := net.Listen("tcp", proc.Addr(p))
 	if err != nil {
 		return 0

@@ -188,7 +188,7 @@ func (a *apiServer) authorized(r *http.Request) bool {
 func (a *apiServer) fail(w http.ResponseWriter, r *http.Request, err error) {
 	ae := classify(err)
 	answer(w, r, ae)
-	if ae.Status >= 500 && ae.Status != StatusClientClosedRequest {
+	if ae.Status >= 500 {
 		ri := infoFrom(r.Context())
 		a.log.Error("request failed", zap.String("method", clipText(r.Method)), zap.String("path", clipText(r.URL.Path)),
 			zap.String("target", ri.target), zap.String("code", ae.Code), zap.String("request_id", ri.id), zap.Error(err))

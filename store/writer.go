@@ -146,7 +146,9 @@ func (w *writer) admitWrite() (release func(), err error) {
 		return func() {}, nil
 	}
 	w.sealSlots++
-	return func() { // called once: enqueue defers it, refuseAtPendingMax calls it
+	// REQUIRES: release is called once per admission (enqueue defers it, refuseAtPendingMax
+	// calls it at once): a second call would free another admission's seal slot.
+	return func() {
 		w.mu.Lock()
 		w.sealSlots--
 		w.mu.Unlock()

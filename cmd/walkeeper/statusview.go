@@ -17,8 +17,9 @@ import (
 
 // printLiveStatus prints the answer of a running workflow's status query, completed with the
 // server's pending activities (ApplyPending), as a block: phase and why it waits, then
-// (MergeWal) one row per shard. typ is MergeWal or CompactBase, the only types status asks
-// the query of. tw holds the lines printed so far and is flushed here.
+// (MergeWal) one row per shard. tw holds the lines printed so far and is flushed here.
+//
+// REQUIRES: typ is MergeWal or CompactBase, the only types status queries.
 func printLiveStatus(tw *tabwriter.Writer, out io.Writer, typ string, v converter.EncodedValue, pending []*workflowpb.PendingActivityInfo) error {
 	var err error
 	if typ == contract.MergeWalWorkflow {

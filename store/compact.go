@@ -24,9 +24,28 @@ type compactionPlan struct {
 	// released, release.go).
 	allRuns bool
 	// minPendingSeq is the smallest write sequence of any pending generation, or of any row
-	// not sealed yet (unsealedSeqBound): a tombstone older than it shadows no row that a
-	// merge could still bring into the base.
+	// not sealed yet (unsealedSeqBound), or that a WAL write still in flight may carry
+	// (settledSeqBound): a tombstone older than it shadows no row that a merge could still
+	// bring into the base.
 	minPendingSeq int64
+}
+
+// walAckWindow is how long after its rows are sequenced a WAL write may land and still be
+// acknowledged (walGroupCommit); clockSkewAllowance is how far the clocks of the writers and
+// of the compacting process may disagree. Together they bound the sequence a write in flight,
+// which no listing sees yet, can still acknowledge.
+const (
+	walAckWindow       = 10 * time.Minute
+	clockSkewAllowance = 5 * time.Minute
+)
+
+// settledSeqBound is the oldest write sequence a WAL write not yet visible at now may still
+// acknowledge: an acknowledged write landed within walAckWindow of its sequence, so one that
+// no listing after now sees either is not acknowledged or carries a newer sequence.
+//
+// REQUIRES: now is read before the WAL listings the bound is used with.
+func settledSeqBound(now time.Time) int64 {
+	return now.Add(-walAckWindow - clockSkewAllowance).UnixNano()
 }
 
 // dropsTombstone reports whether the pass may drop a surviving tombstone of write sequence
@@ -138,6 +157,7 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 	budget := s.db.opts.Budget
 	plan := planCompaction(base, snap.pending, p.MaxRuns, compactionMaxBytes(p.MaxBytes, budget.Limit()))
 	if plan.allRuns {
+		plan.minPendingSeq = min(plan.minPendingSeq, settledSeqBound(s.db.opts.Now()))
 		if plan.minPendingSeq, err = s.unsealedSeqBound(ctx, snap, plan.minPendingSeq); err != nil {
 			return CompactResult{}, err
 		}

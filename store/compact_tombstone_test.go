@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -67,6 +68,52 @@ func TestCompactionKeepsTombstonesOverRowsSealedDuringItsListing(t *testing.T) {
 	require.ErrorIs(t, errOf(s1.Get(ctx, "k")), ErrNotFound, "a row older than the delete must not come back")
 	call(s1.MergeAll(ctx)).must(t)
 	require.ErrorIs(t, errOf(s1.Get(ctx, "k")), ErrNotFound, "a row older than the delete must not come back")
+}
+
+// A write of another writer sequenced before a delete but not landed when a compaction lists
+// that writer's WAL is seen by no listing or manifest: the pass keeps the tombstone because it
+// is younger than a write still in flight may be when it is acknowledged, and the row, once it
+// lands and is merged, stays hidden behind it.
+func TestCompactionKeepsTombstonesOverWritesInFlight(t *testing.T) {
+	ctx := context.Background()
+	url := newMemURL()
+	db1 := openTestDB(t, url, "w1")
+	s1 := createGeneric(t, db1, "inflight", false)
+	db2 := openTestDB(t, url, "w2")
+	s2 := openGeneric(t, db2, "inflight")
+	seal(t, s1, row("other", 1))
+	seal(t, s2, row("w2", 1)) // w2 has claimed its shard, and has nothing unsealed or pending
+	call(s1.MergeAll(ctx)).must(t)
+
+	sequenced, land := make(chan struct{}), make(chan struct{})
+	var landOnce sync.Once
+	letLand := func() { landOnce.Do(func() { close(land) }) }
+	t.Cleanup(letLand) // a failed check must not leave w2's writer held for ever
+	var armed atomic.Bool
+	armed.Store(true)
+	db2.bucket = db2.bucket.WithFaults(objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
+		if op == objstore.OpPutIfAbsent && strings.HasPrefix(key, walPrefix(s2.target, db2.Shard())) && armed.CompareAndSwap(true, false) {
+			close(sequenced) // w2's rows have their sequence; the put has not landed
+			<-land
+		}
+		return nil
+	}})
+	appended := make(chan error, 1)
+	go func() { appended <- errOf(s2.Append(ctx, []Row{row("k", 2)})) }()
+	<-sequenced
+	require.NoError(t, s1.Delete(ctx, "k"))
+	flush(t, s1)
+	call(s1.MergeAll(ctx)).must(t)
+	res := call(s1.CompactBase(ctx, CompactParams{MaxRuns: -1})).must(t)
+	require.True(t, res.Committed)
+	require.Zero(t, res.DroppedDeletes, "the tombstone is younger than a write in flight may be")
+
+	letLand()
+	require.NoError(t, <-appended, "w2's write landed at once: it is acknowledged")
+	flush(t, s2)
+	call(s1.MergeAll(ctx)).must(t)
+	require.ErrorIs(t, errOf(s1.Get(ctx, "k")), ErrNotFound, "the delete came after the write")
+	require.ErrorIs(t, errOf(s2.Get(ctx, "k")), ErrNotFound, "the delete came after the write")
 }
 
 // Two executions of one compaction attempt (a worker still running an attempt that Temporal

@@ -151,6 +151,15 @@ func (w *writer) walGroupCommit(batch []*appendReq) {
 		answer(AppendResult{}, fmt.Errorf("write WAL %s: %w", key, err))
 		return
 	}
+	// INVARIANT: a write is acknowledged only if it landed within walAckWindow of its first
+	// row's sequence, so a compaction may drop a tombstone older than settledSeqBound without
+	// seeing writes still in flight. A later one is durable and read like any other, but
+	// answered as stalled: a client that retries it writes a newer version of the same rows.
+	var late error
+	if took := w.s.db.opts.Now().Sub(time.Unix(0, seqs[0])); took > walAckWindow {
+		late = fmt.Errorf("%s: WAL write %s landed %s after its rows were sequenced, past the %s within which a write is acknowledged; its rows are durable but not acknowledged: %w",
+			w.s.target, key, took.Round(time.Second), walAckWindow, ErrStalled)
+	}
 	// The position may have been free only because the new owner already sealed and
 	// deleted it: check the epoch before acknowledging. A claim after this check lists the
 	// WAL after our write, and our position is above its replay point, so it replays us.
@@ -178,7 +187,7 @@ func (w *writer) walGroupCommit(batch []*appendReq) {
 	case full:
 		go w.sealFull()
 	}
-	answer(res, nil)
+	answer(res, late)
 }
 
 // sequence gives the batch's rows their sequence numbers and the WAL position, and returns

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -43,4 +44,32 @@ func TestFindingClaimRacingANewerOwnersSealIsFenced(t *testing.T) {
 	flush(t, s)
 	reader := openGeneric(t, openTestDB(t, url, "r"), "raced")
 	require.Equal(t, map[string]int64{"a": 1, "b": 2, "c": 3}, allRows(t, reader, SourceAll))
+}
+
+// A WAL write that lands more than walAckWindow after its rows were sequenced is answered as
+// stalled, not acknowledged: a compaction may by then have dropped a tombstone it would have
+// had to see. Its rows are durable and read, and the writer goes on.
+func TestWALWriteLandingPastTheAckWindowIsNotAcknowledged(t *testing.T) {
+	ctx := context.Background()
+	var ahead atomic.Int64 // how far the store's clock runs ahead of the machine's
+	db := openTestDB(t, newMemURL(), "w1", func(o *Options) {
+		o.Now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	})
+	s := createGeneric(t, db, "late", false)
+	appendRows(t, s, row("a", 0)) // the shard is claimed: the next WAL put is an append's
+	var armed atomic.Bool
+	armed.Store(true)
+	db.bucket = db.bucket.WithFaults(objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
+		if op == objstore.OpPutIfAbsent && strings.HasPrefix(key, walPrefix(s.target, db.Shard())) && armed.CompareAndSwap(true, false) {
+			ahead.Store(int64(walAckWindow + time.Second)) // the put outlasts the window
+		}
+		return nil
+	}})
+	_, err := s.Append(ctx, []Row{row("k", 1)})
+	require.ErrorIs(t, err, ErrStalled)
+	require.ErrorContains(t, err, "not acknowledged")
+	require.Equal(t, map[string]int64{"a": 0, "k": 1}, allRows(t, s, SourceAll), "the late write is durable and read")
+
+	appendRows(t, s, row("k", 2))
+	require.Equal(t, map[string]int64{"a": 0, "k": 2}, allRows(t, s, SourceAll))
 }

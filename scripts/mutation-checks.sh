@@ -42,6 +42,8 @@ checks=(
   "overdraft-does-not-panic|./store/|^TestMemAccountOverdraftIsBudgetBusy\$|GOFLAGS=-race|race build: an overdraft must panic"
   "history-duration-zero|./cmd/walkeeper/|^TestHistoryAgainstTemporal\$|-|Messages:[[:space:]]+(MergeWal|CompactBase) duration"
   "merge-wal-watchdog-timer|./test/integration/|^TestMergeWalActionsPerPass\$|-|timers in a happy-path merge"
+  "compaction-ignores-writes-in-flight|./store/|^TestCompactionKeepsTombstonesOverWritesInFlight\$|-|the tombstone is younger than a write in flight may be"
+  "late-wal-write-acknowledged|./store/|^TestWALWriteLandingPastTheAckWindowIsNotAcknowledged\$|-|Expected error with \"storage stalled\" in chain"
 )
 
 if [[ "${1:-}" == "--list" ]]; then

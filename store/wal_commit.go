@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"go.uber.org/zap"
 )
 
 // The WAL group commit, not to be confused with a merge's CommitRound (merge_publish.go).
@@ -159,6 +161,8 @@ func (w *writer) walGroupCommit(batch []*appendReq) {
 	if took := w.s.db.opts.Now().Sub(time.Unix(0, seqs[0])); took > walAckWindow {
 		late = fmt.Errorf("%s: WAL write %s landed %s after its rows were sequenced, past the %s within which a write is acknowledged; its rows are durable but not acknowledged: %w",
 			w.s.target, key, took.Round(time.Second), walAckWindow, ErrStalled)
+		w.s.db.log.Warn("a WAL write landed too late to be acknowledged", zap.String("target", w.s.target.String()),
+			zap.String("key", key), zap.Duration("took", took), zap.Int("rows", len(rows)))
 	}
 	// The position may have been free only because the new owner already sealed and
 	// deleted it: check the epoch before acknowledging. A claim after this check lists the

@@ -43,7 +43,8 @@ const (
 // acknowledge: an acknowledged write landed within walAckWindow of its sequence, so one that
 // no listing after now sees either is not acknowledged or carries a newer sequence.
 //
-// REQUIRES: now is read before the WAL listings the bound is used with.
+// REQUIRES: now is read before the pass lists the store's shards and their WALs: a shard
+// claimed or a write landed after that is seen by none of its reads.
 func settledSeqBound(now time.Time) int64 {
 	return now.Add(-walAckWindow - clockSkewAllowance).UnixNano()
 }
@@ -149,6 +150,7 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 	if p.MaxBytes < 0 {
 		return CompactResult{}, invalidf("max bytes must not be negative")
 	}
+	now := s.db.opts.Now() // settledSeqBound's: before the snapshot lists the shards
 	snap, err := s.snapshot(ctx, false)
 	if err != nil {
 		return CompactResult{}, err
@@ -157,7 +159,7 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 	budget := s.db.opts.Budget
 	plan := planCompaction(base, snap.pending, p.MaxRuns, compactionMaxBytes(p.MaxBytes, budget.Limit()))
 	if plan.allRuns {
-		plan.minPendingSeq = min(plan.minPendingSeq, settledSeqBound(s.db.opts.Now()))
+		plan.minPendingSeq = min(plan.minPendingSeq, settledSeqBound(now))
 		if plan.minPendingSeq, err = s.unsealedSeqBound(ctx, snap, plan.minPendingSeq); err != nil {
 			return CompactResult{}, err
 		}

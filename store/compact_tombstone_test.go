@@ -7,20 +7,32 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
+// tombstonesSettle is how far a test runs a compacting process's clock ahead once its deletes
+// are written, so that the rule the test checks, and not the tombstones' youth
+// (settledSeqBound), decides which of them a compaction keeps.
+const tombstonesSettle = walAckWindow + clockSkewAllowance + time.Minute
+
+// aheadClock sets Options.Now to the machine's clock plus *ahead.
+func aheadClock(ahead *atomic.Int64) func(*Options) {
+	return func(o *Options) { o.Now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) } }
+}
+
 // deleteOverAnUnsealedRow makes a store with two writers: w2 holds k = 2 acknowledged but
 // unsealed (its memtable and WAL only), and w1's later delete of k is sealed and merged into a
-// base that also has a run of "other".
+// base that also has a run of "other". w1's clock then runs tombstonesSettle ahead.
 func deleteOverAnUnsealedRow(t *testing.T, name string) (db1, db2 *DB, s1, s2 *Store) {
 	t.Helper()
 	ctx := context.Background()
 	url := newMemURL()
-	db1 = openTestDB(t, url, "w1")
+	var ahead atomic.Int64
+	db1 = openTestDB(t, url, "w1", aheadClock(&ahead))
 	s1 = createGeneric(t, db1, name, false)
 	db2 = openTestDB(t, url, "w2")
 	s2 = openGeneric(t, db2, name)
@@ -30,6 +42,7 @@ func deleteOverAnUnsealedRow(t *testing.T, name string) (db1, db2 *DB, s1, s2 *S
 	require.NoError(t, s1.Delete(ctx, "k"))
 	flush(t, s1)
 	call(s1.MergeAll(ctx)).must(t)
+	ahead.Store(int64(tombstonesSettle))
 	return db1, db2, s1, s2
 }
 
@@ -100,7 +113,11 @@ func TestCompactionKeepsTombstonesOverWritesInFlight(t *testing.T) {
 	}})
 	appended := make(chan error, 1)
 	go func() { appended <- errOf(s2.Append(ctx, []Row{row("k", 2)})) }()
-	<-sequenced
+	select {
+	case <-sequenced:
+	case err := <-appended:
+		t.Fatalf("w2's append returned before its WAL put: %v", err)
+	}
 	require.NoError(t, s1.Delete(ctx, "k"))
 	flush(t, s1)
 	call(s1.MergeAll(ctx)).must(t)
@@ -116,6 +133,44 @@ func TestCompactionKeepsTombstonesOverWritesInFlight(t *testing.T) {
 	require.ErrorIs(t, errOf(s2.Get(ctx, "k")), ErrNotFound, "the delete came after the write")
 }
 
+// A writer that claims its shard after a compaction listed the store's shards is in none of
+// the pass's reads, and its rows acknowledged at once are sequenced after that listing: the
+// pass's clock, read before the listing, keeps every tombstone younger than them even when the
+// rest of its snapshot takes longer than the settled bound.
+func TestCompactionKeepsTombstonesOverShardsClaimedAfterItsListing(t *testing.T) {
+	ctx := context.Background()
+	url := newMemURL()
+	var ahead atomic.Int64 // one clock for every process: time passing
+	db1 := openTestDB(t, url, "w1", aheadClock(&ahead))
+	s1 := createGeneric(t, db1, "claimed", false)
+	seal(t, s1, row("other", 1))
+	call(s1.MergeAll(ctx)).must(t)
+
+	dbc := openTestDB(t, url, "c", aheadClock(&ahead))
+	sc := openGeneric(t, dbc, "claimed")
+	var s3 *Store
+	var armed atomic.Bool
+	armed.Store(true)
+	dbc.bucket = dbc.bucket.WithFaults(objstore.FaultFuncs{AfterFunc: func(op, key string, err error) error {
+		if op == objstore.OpListDirs && strings.HasPrefix(key, memWALPrefix(sc.target)) && armed.CompareAndSwap(true, false) {
+			s3 = openGeneric(t, openTestDB(t, url, "w3", aheadClock(&ahead)), "claimed")
+			appendRows(t, s3, row("k", 3)) // a new shard, acknowledged at once
+			require.NoError(t, s1.Delete(ctx, "k"))
+			flush(t, s1)
+			call(s1.MergeAll(ctx)).must(t)
+			ahead.Store(int64(tombstonesSettle)) // the rest of the snapshot takes that long
+		}
+		return err
+	}})
+	res := call(sc.CompactBase(ctx, CompactParams{MaxRuns: -1})).must(t)
+	require.False(t, armed.Load(), "the pass listed the shards")
+	require.True(t, res.Committed)
+	require.Zero(t, res.DroppedDeletes, "the tombstone is newer than a row of a shard the pass did not list")
+	flush(t, s3)
+	call(s1.MergeAll(ctx)).must(t)
+	require.ErrorIs(t, errOf(s1.Get(ctx, "k")), ErrNotFound, "the delete came after the write")
+}
+
 // Two executions of one compaction attempt (a worker still running an attempt that Temporal
 // retried, or a reset run's) that read the same base version but decide differently which
 // tombstones go (a seal landed between them) write different runs: the one whose publish
@@ -123,11 +178,12 @@ func TestCompactionKeepsTombstonesOverWritesInFlight(t *testing.T) {
 func TestConcurrentTriesOfACompactionDoNotShareAnOutput(t *testing.T) {
 	ctx := context.Background()
 	url := newMemURL()
-	db1 := openTestDB(t, url, "w1")
+	var ahead atomic.Int64 // the clock of both tries
+	db1 := openTestDB(t, url, "w1", aheadClock(&ahead))
 	s1 := createGeneric(t, db1, "twin", false)
 	db2 := openTestDB(t, url, "w2")
 	s2 := openGeneric(t, db2, "twin")
-	db3 := openTestDB(t, url, "w3")
+	db3 := openTestDB(t, url, "w3", aheadClock(&ahead))
 	s3 := openGeneric(t, db3, "twin")
 
 	seal(t, s1, row("other", 1))
@@ -136,6 +192,7 @@ func TestConcurrentTriesOfACompactionDoNotShareAnOutput(t *testing.T) {
 	flush(t, s1)
 	call(s1.MergeAll(ctx)).must(t)
 	appendRows(t, s2, row("z", 3)) // unsealed: the first try keeps the tombstone
+	ahead.Store(int64(tombstonesSettle))
 
 	db3.bucket = db3.bucket.WithFaults(objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
 		if op == objstore.OpPutIfAbsent && strings.Contains(key, "/_versions/") {

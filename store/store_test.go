@@ -791,11 +791,8 @@ func TestStalePreparation(t *testing.T) {
 
 func TestCompactBase(t *testing.T) {
 	ctx := context.Background()
-	var ahead atomic.Int64 // how far the store's clock runs ahead of the machine's
-	db, s := newGenericStore(t, "file://"+t.TempDir(), "compact", func(o *Options) {
-		o.MergeMaxGenerations = 1
-		o.Now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
-	})
+	var ahead atomic.Int64
+	db, s := newGenericStore(t, "file://"+t.TempDir(), "compact", func(o *Options) { o.MergeMaxGenerations = 1 }, aheadClock(&ahead))
 	for i := 0; i < 6; i++ {
 		seal(t, s, row("same", int64(i)), row(fmt.Sprintf("k%d", i), int64(i)))
 	}
@@ -824,7 +821,7 @@ func TestCompactBase(t *testing.T) {
 	call(s.MergeAll(ctx)).must(t)
 	want["late"] = 42
 	// A pass drops only a tombstone older than any write still in flight may be.
-	ahead.Store(int64(walAckWindow + clockSkewAllowance + time.Second))
+	ahead.Store(int64(tombstonesSettle))
 	res = call(s.CompactBase(ctx, CompactParams{MaxRuns: -1})).must(t)
 	require.True(t, res.Committed)
 	require.Equal(t, 1, res.RunsLeft)

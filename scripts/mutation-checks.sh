@@ -43,6 +43,8 @@ checks=(
   "history-duration-zero|./cmd/walkeeper/|^TestHistoryAgainstTemporal\$|-|Messages:[[:space:]]+(MergeWal|CompactBase) duration"
   "merge-wal-watchdog-timer|./test/integration/|^TestMergeWalActionsPerPass\$|-|timers in a happy-path merge"
   "compaction-ignores-writes-in-flight|./store/|^TestCompactionKeepsTombstonesOverWritesInFlight\$|-|the tombstone is younger than a write in flight may be"
+  "compaction-ignores-unsealed-rows|./store/|^TestCompactionKeepsTombstonesOverUnsealedRows\$|-|a row older than the delete must not come back"
+  "compaction-ignores-quarantined-runs|./store/|^TestReleaseRepairedRun\$|-|x stays deleted"
   "late-wal-write-acknowledged|./store/|^TestWALWriteLandingPastTheAckWindowIsNotAcknowledged\$|-|Expected error with \"storage stalled\" in chain"
 )
 

@@ -43,7 +43,8 @@ var (
 	// alerts already match.
 	ErrBudgetBusy = errors.New("merge memory budget busy")
 	// ErrStalled: a storage operation made no progress for Options.StorageStallTimeout and
-	// was abandoned; retrying may succeed.
+	// was abandoned, or a WAL write landed too late to be acknowledged (walAckWindow); retrying
+	// may succeed.
 	ErrStalled = objstore.ErrStalled
 	// ErrClosed: the handle was closed.
 	ErrClosed = objstore.ErrClosed

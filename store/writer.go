@@ -311,7 +311,8 @@ func openWriter(ctx context.Context, s *Store) (*writer, error) {
 		if !errors.Is(err, ErrAlreadyExists) {
 			return nil, err
 		}
-		// The previous owner wrote here after our listing: its rows were acknowledged, keep them.
+		// The previous owner wrote here after our listing: its epoch check fails, so its rows
+		// are not acknowledged, but they are durable and replay like any other.
 		if err := w.replayClaimed(ctx, next); err != nil {
 			return nil, err
 		}

@@ -74,7 +74,7 @@ type mergeTriggers struct {
 	retry    map[string]bool    // target -> last count start failed or was deferred
 	refused  map[string]refusal // target -> its last start was refused for good
 	inflight map[string]bool    // target -> a start is running
-	stopped  bool               // stop was called: fire launches nothing
+	stopped  bool               // stop was called: fire launches nothing, whether or not life has ended
 	wg       sync.WaitGroup
 }
 
@@ -220,7 +220,9 @@ func (tg *mergeTriggers) forgetUnflushed(k store.Kind, flushed []*store.Store) {
 	tg.mu.Unlock()
 }
 
-// stop makes fire launch nothing from now on and waits for the starts already launched.
+// stop makes fire launch nothing from now on and waits for the starts already launched. It
+// sets stopped under mu rather than trusting life to have ended: a fire that passed its
+// checks adds to wg under mu, so the Wait never races that Add.
 func (tg *mergeTriggers) stop() {
 	tg.mu.Lock()
 	tg.stopped = true

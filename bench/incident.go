@@ -335,7 +335,12 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 	var stopSystem func()
 	var cycleMu sync.Mutex
 	if isWK {
-		if err := temporaladmin.EnsureSweepSchedule(ctx, tenv.client, temporaladmin.SweepSchedule{Every: p.SweepEvery, Jitter: temporaladmin.DefaultScheduleJitter}); err != nil {
+		// Retried as a starting worker retries it: the dev server of a busy machine answers late.
+		ensure := func(ctx context.Context) error {
+			return temporaladmin.EnsureSweepSchedule(ctx, tenv.client, temporaladmin.SweepSchedule{Every: p.SweepEvery, Jitter: temporaladmin.DefaultScheduleJitter})
+		}
+		retrying := func(err error) { o.progressf("incident %s: sweep schedule: retrying: %v", sideName, err) }
+		if err := temporaladmin.RetryTransient(ctx, temporaladmin.EnsureWithin, retrying, ensure); err != nil {
 			return out, fmt.Errorf("sweep schedule: %w", err)
 		}
 		// Past 20 nodes only the first sharedWorkerNodes serve the shared queue, with one poller per

@@ -274,8 +274,15 @@ func runDev(parent context.Context, out io.Writer, g *globalOptions, o *devOptio
 		httpURLs = append(httpURLs, "http://"+w.HTTPAddr())
 	}
 
-	// 4. The sweep schedule.
-	if err := temporaladmin.EnsureSweepSchedule(ctx, c, temporaladmin.SweepSchedule{Every: o.sweepEvery, Jitter: temporaladmin.DefaultScheduleJitter}); err != nil {
+	// 4. The sweep schedule, retried as a starting worker retries it: a dev server on a busy
+	// machine answers late at first.
+	ensure := func(ctx context.Context) error {
+		return temporaladmin.EnsureSweepSchedule(ctx, c, temporaladmin.SweepSchedule{Every: o.sweepEvery, Jitter: temporaladmin.DefaultScheduleJitter})
+	}
+	retrying := func(err error) {
+		logger.Warn("sweep schedule: Temporal is not answering yet, retrying", zap.Error(err))
+	}
+	if err := temporaladmin.RetryTransient(ctx, temporaladmin.EnsureWithin, retrying, ensure); err != nil {
 		return err
 	}
 

@@ -113,7 +113,10 @@ func startTemporal(ctx context.Context, o Options, logDir string, dev devserver.
 	if err != nil {
 		return nil, err
 	}
-	if err := temporaladmin.EnsureSearchAttributes(ctx, env.client, temporaladmin.DefaultNamespace); err != nil {
+	// Retried as a starting worker retries it: the dev server of a busy machine answers late.
+	if err := temporaladmin.RetryTransient(ctx, temporaladmin.EnsureWithin, nil, func(ctx context.Context) error {
+		return temporaladmin.EnsureSearchAttributes(ctx, env.client, temporaladmin.DefaultNamespace)
+	}); err != nil {
 		env.close()
 		return nil, fmt.Errorf("register search attributes: %w", err)
 	}

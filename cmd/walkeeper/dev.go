@@ -233,8 +233,15 @@ func runDev(parent context.Context, out io.Writer, g *globalOptions, o *devOptio
 	}
 	defer c.Close()
 
-	// 2. Search attributes (a no-op on our dev server, needed on an external one).
-	if err := temporaladmin.EnsureSearchAttributes(ctx, c, tc.Namespace); err != nil {
+	// 2. Search attributes (a no-op on our dev server, needed on an external one), and 4. the
+	// sweep schedule below, retried as a starting worker retries them: a Temporal on a busy
+	// machine answers late at first.
+	retrying := func(err error) {
+		logger.Warn("Temporal is not answering yet, retrying", zap.Error(err))
+	}
+	if err := temporaladmin.RetryTransient(ctx, temporaladmin.EnsureWithin, retrying, func(ctx context.Context) error {
+		return temporaladmin.EnsureSearchAttributes(ctx, c, tc.Namespace)
+	}); err != nil {
 		return err
 	}
 
@@ -274,15 +281,10 @@ func runDev(parent context.Context, out io.Writer, g *globalOptions, o *devOptio
 		httpURLs = append(httpURLs, "http://"+w.HTTPAddr())
 	}
 
-	// 4. The sweep schedule, retried as a starting worker retries it: a dev server on a busy
-	// machine answers late at first.
-	ensure := func(ctx context.Context) error {
+	// 4. The sweep schedule.
+	if err := temporaladmin.RetryTransient(ctx, temporaladmin.EnsureWithin, retrying, func(ctx context.Context) error {
 		return temporaladmin.EnsureSweepSchedule(ctx, c, temporaladmin.SweepSchedule{Every: o.sweepEvery, Jitter: temporaladmin.DefaultScheduleJitter})
-	}
-	retrying := func(err error) {
-		logger.Warn("sweep schedule: Temporal is not answering yet, retrying", zap.Error(err))
-	}
-	if err := temporaladmin.RetryTransient(ctx, temporaladmin.EnsureWithin, retrying, ensure); err != nil {
+	}); err != nil {
 		return err
 	}
 

@@ -25,6 +25,7 @@ type Metrics struct {
 	AppendRows             *prometheus.CounterVec // kind
 	AppendSeconds          prometheus.Histogram
 	WALObjects             prometheus.Counter
+	WALWritesLate          prometheus.Counter
 	CompactTotal           *prometheus.CounterVec // result
 	CorruptObjects         *prometheus.CounterVec // kind
 	ResidentStores         prometheus.Gauge
@@ -52,6 +53,7 @@ func NewMetrics(reg prometheus.Registerer, budget *Budget) *Metrics {
 		AppendRows:             f.NewCounterVec(prometheus.CounterOpts{Name: "walkeeper_append_rows_total", Help: "Rows made durable by appends."}, []string{"kind"}),
 		AppendSeconds:          f.NewHistogram(prometheus.HistogramOpts{Name: "walkeeper_append_seconds", Help: "Append latency until durable.", Buckets: prometheus.ExponentialBuckets(0.0001, 3, 12)}),
 		WALObjects:             f.NewCounter(prometheus.CounterOpts{Name: "walkeeper_wal_objects_total", Help: "WAL objects written (one per group commit, more when its rows pass the memtable bound)."}),
+		WALWritesLate:          f.NewCounter(prometheus.CounterOpts{Name: "walkeeper_wal_writes_late_total", Help: "WAL writes that landed more than 10 minutes after their rows were sequenced: their rows are durable and read, but the append or delete was answered as stalled (HTTP 504 timeout), not acknowledged, so that compaction need not wait for such writes."}),
 		CompactTotal:           f.NewCounterVec(prometheus.CounterOpts{Name: "walkeeper_compact_total", Help: "Compaction passes by result (committed, noop, inputs_changed, failed)."}, []string{"result"}),
 		CorruptObjects:         f.NewCounterVec(prometheus.CounterOpts{Name: "walkeeper_corrupt_objects_total", Help: "Damaged stored objects (generation, base run, WAL object) this process met: no checksum, a checksum mismatch, not its declared size, a WAL object over its limit, or undecodable. Each object once per process (the last 1024 remembered), however often it is read; the damaged object blocks its shard or key range until an operator restores or quarantines it."}, []string{"kind"}),
 		ResidentStores:         f.NewGauge(prometheus.GaugeOpts{Name: "walkeeper_resident_stores", Help: "Stores this process has open (bounded by --resident-stores-max; idle ones are evicted after --resident-idle)."}),

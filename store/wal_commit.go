@@ -161,6 +161,7 @@ func (w *writer) walGroupCommit(batch []*appendReq) {
 	if took := w.s.db.opts.Now().Sub(time.Unix(0, seqs[0])); took > walAckWindow {
 		late = fmt.Errorf("%s: WAL write %s landed %s after its rows were sequenced, past the %s within which a write is acknowledged; its rows are durable but not acknowledged: %w",
 			w.s.target, key, took.Round(time.Second), walAckWindow, ErrStalled)
+		w.s.db.metrics.WALWritesLate.Inc()
 		w.s.db.log.Warn("a WAL write landed too late to be acknowledged", zap.String("target", w.s.target.String()),
 			zap.String("key", key), zap.Duration("took", took), zap.Int("rows", len(rows)))
 	}

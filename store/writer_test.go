@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
 	"github.com/walkeeper/walkeeper/store/objstore"
@@ -68,6 +69,7 @@ func TestWALWriteLandingPastTheAckWindowIsNotAcknowledged(t *testing.T) {
 	_, err := s.Append(ctx, []Row{row("k", 1)})
 	require.ErrorIs(t, err, ErrStalled)
 	require.ErrorContains(t, err, "not acknowledged")
+	require.Equal(t, 1.0, testutil.ToFloat64(db.metrics.WALWritesLate))
 	require.Equal(t, map[string]int64{"a": 0, "k": 1}, allRows(t, s, SourceAll), "the late write is durable and read")
 
 	appendRows(t, s, row("k", 2))

@@ -19,11 +19,6 @@ import (
 // (settledSeqBound), decides which of them a compaction keeps.
 const tombstonesSettle = walAckWindow + clockSkewAllowance + time.Minute
 
-// aheadClock sets Options.Now to the machine's clock plus *ahead.
-func aheadClock(ahead *atomic.Int64) func(*Options) {
-	return func(o *Options) { o.Now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) } }
-}
-
 // deleteOverAnUnsealedRow makes a store with two writers: w2 holds k = 2 acknowledged but
 // unsealed (its memtable and WAL only), and w1's later delete of k is sealed and merged into a
 // base that also has a run of "other". w1's clock then runs tombstonesSettle ahead.

@@ -48,6 +48,11 @@ func openTestDB(t testing.TB, url, instance string, tweak ...func(*Options)) *DB
 	return db
 }
 
+// aheadClock sets Options.Now to the machine's clock plus *ahead, which a test moves.
+func aheadClock(ahead *atomic.Int64) func(*Options) {
+	return func(o *Options) { o.Now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) } }
+}
+
 func createGeneric(t testing.TB, db *DB, name string, seal bool) *Store {
 	t.Helper()
 	return call(db.Create(context.Background(), Target{Kind: KindGeneric, Name: name}, CreateOptions{Schema: &testSchema, SealOnAppend: &seal})).must(t)

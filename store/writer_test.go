@@ -52,10 +52,8 @@ func TestFindingClaimRacingANewerOwnersSealIsFenced(t *testing.T) {
 // had to see. Its rows are durable and read, and the writer goes on.
 func TestWALWriteLandingPastTheAckWindowIsNotAcknowledged(t *testing.T) {
 	ctx := context.Background()
-	var ahead atomic.Int64 // how far the store's clock runs ahead of the machine's
-	db := openTestDB(t, newMemURL(), "w1", func(o *Options) {
-		o.Now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
-	})
+	var ahead atomic.Int64
+	db := openTestDB(t, newMemURL(), "w1", aheadClock(&ahead))
 	s := createGeneric(t, db, "late", false)
 	appendRows(t, s, row("a", 0)) // the shard is claimed: the next WAL put is an append's
 	var armed atomic.Bool

@@ -114,7 +114,8 @@ func startTemporal(ctx context.Context, o Options, logDir string, dev devserver.
 		return nil, err
 	}
 	// Retried as a starting worker retries it: the dev server of a busy machine answers late.
-	if err := temporaladmin.RetryTransient(ctx, temporaladmin.EnsureWithin, nil, func(ctx context.Context) error {
+	retrying := func(err error) { o.progressf("search attributes: retrying: %v", err) }
+	if err := temporaladmin.RetryTransient(ctx, temporaladmin.EnsureWithin, retrying, func(ctx context.Context) error {
 		return temporaladmin.EnsureSearchAttributes(ctx, env.client, temporaladmin.DefaultNamespace)
 	}); err != nil {
 		env.close()

@@ -160,8 +160,11 @@ func (s *Store) cleanDemand(ctx context.Context, shard string, sm *manifest.Shar
 			drop, orphan = true, true // drained without a watermark move (quarantine) or a lost seal retry
 		default:
 			// At or above next_generation: a seal between its record and its manifest, or
-			// one that crashed there. Only an old one is certainly dead.
-			drop, orphan = now.Sub(r.SealedAt) >= DemandOrphanAge && now.Sub(o.ModTime) >= DemandOrphanAge, true
+			// one that crashed there. Only an old one is certainly dead. A seal time ahead of
+			// now says only that the clock that wrote it ran ahead, so the object's age alone
+			// judges it; otherwise such a record would count as pending until that time.
+			sealedAge := now.Sub(r.SealedAt)
+			drop, orphan = (sealedAge >= DemandOrphanAge || sealedAge < 0) && now.Sub(o.ModTime) >= DemandOrphanAge, true
 		}
 		if !drop {
 			continue

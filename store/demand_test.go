@@ -150,6 +150,38 @@ func TestStaleAndOrphanDemandAreCleaned(t *testing.T) {
 	require.Empty(t, demandOf(t, db, s.target))
 }
 
+// A demand record whose seal time lies in the future (written by a process whose clock ran
+// ahead, or put there by hand) for a generation the manifest never listed was never old
+// enough to delete, so it counted as pending for good: with merge_min_generations 1 the sweep
+// started a MergeWal for it every round, each finding nothing to merge.
+func TestFindingFutureSealedDemandRecordIsCleaned(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now()
+	clock := func() time.Time { return now }
+	db, s := newGenericStore(t, backends(t)["mem"], "orders", func(o *Options) { o.Now = clock })
+	appendRows(t, s, row("a", 1))
+	g := flush(t, s)
+	call(s.MergeOnce(ctx, db.shard)).must(t)
+	require.Empty(t, demandOf(t, db, s.target))
+
+	sh := db.shard
+	ahead := demandKey(s.target, sh, g.Generation+1, now.Add(100*365*24*time.Hour), 10)
+	require.NoError(t, db.bucket.Put(ctx, ahead, []byte("{}")))
+	call(s.CleanIdleDemand(ctx)).must(t)
+	require.Len(t, demandOf(t, db, s.target), 1, "a record just written may be a seal in flight")
+
+	now = now.Add(DemandOrphanAge + time.Minute)
+	res := call(s.CleanIdleDemand(ctx)).must(t)
+	require.Equal(t, 1, res.Orphans, "the listing of a merge that finds nothing deletes it")
+	require.Empty(t, demandOf(t, db, s.target))
+
+	require.NoError(t, db.bucket.Put(ctx, ahead, []byte("{}")))
+	now = now.Add(DemandOrphanAge + time.Minute)
+	res = call(s.ReconcileDemand(ctx)).must(t)
+	require.Equal(t, 1, res.Orphans, "so does the reconcile")
+	require.Empty(t, demandOf(t, db, s.target))
+}
+
 // Reconcile writes the record of a pending generation that has none (sealed before the
 // index existed, or its record lost) and sets the compaction marker from the run count.
 func TestReconcileRepairsMissingDemandAndCompactMarker(t *testing.T) {

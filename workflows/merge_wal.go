@@ -110,6 +110,9 @@ type mergeRun struct {
 	resultErrorsCut     bool
 	shardsBounded       bool
 	abortCountsOwnPass  bool
+	// retriesPassing: the run's first plan merges again a carried shard whose failure could
+	// pass (retriedFailuresChange; read only by a run that carries one).
+	retriesPassing bool
 	// preparing counts the passes of the current round that may still ask for a commit;
 	// asking counts the commit requests sent and not yet taken by the commit loop.
 	preparing, asking int
@@ -153,7 +156,22 @@ func newMergeRun(ctx workflow.Context, in contract.MergeWalInput, tgt target.Tar
 	r.shardsBounded = gated(ctx, shardsBoundedChange)
 	r.abortCountsOwnPass = gated(ctx, abortCountsOwnPassChange)
 	r.resultErrorsCut = gated(ctx, resultErrorsCutChange)
+	if in.Carry != nil && slices.ContainsFunc(in.Carry.Shards, failureMayPass) {
+		r.retriesPassing = gated(ctx, retriedFailuresChange)
+	}
 	return r
+}
+
+// retriedFailuresChange is the GetVersion change ID of a continued run that merges again a
+// carried shard whose failure could pass (a storage outage, a worker gone mid-prepare): a
+// failed verdict kept for the whole chain left that shard unmerged while the store's other
+// shards kept the chain running, hours in a hot store, with every trigger attached to it.
+const retriedFailuresChange = "merge-retries-passing-failures"
+
+// failureMayPass reports whether a shard's result is a failure that retrying could cure: not
+// permanent (a damaged object, bad input) and not at max_passes. Pure.
+func failureMayPass(sh contract.ShardMergeResult) bool {
+	return sh.Finished && sh.Error != "" && !sh.Permanent && !sh.MaxPassesReached
 }
 
 // plan merges a listing into the shards known so far (the carried results on a run's first
@@ -162,7 +180,8 @@ func newMergeRun(ctx workflow.Context, in contract.MergeWalInput, tgt target.Tar
 // no new shard past contract.MaxCarriedShards, so its carry always passes the next run.
 func (r *mergeRun) plan(listed []contract.ShardPending) {
 	all := r.shards
-	if all == nil && r.in.Carry != nil {
+	carried := all == nil && r.in.Carry != nil // this run's first plan
+	if carried {
 		for _, c := range r.in.Carry.Shards {
 			all = append(all, &shardRun{res: c})
 		}
@@ -181,6 +200,11 @@ func (r *mergeRun) plan(listed []contract.ShardPending) {
 		if sh, ok := byShard[sp.Shard]; ok {
 			if sh.res.Finished && sh.res.Error == "" && !sh.res.MaxPassesReached {
 				sh.res.Finished = false
+			}
+			if carried && r.retriesPassing && failureMayPass(sh.res) && sh.res.Passes < r.in.MaxPasses {
+				// Once per run, so a failure that persists costs each run one prepare's retries.
+				r.log.Info("Shard merged again after a failure that may have passed.", "shard", sh.res.Shard, "error", sh.res.Error)
+				sh.res.Finished, sh.res.Error, sh.res.ErrorType = false, "", ""
 			}
 			if !sh.res.Finished {
 				sh.res.Pending = sp.Pending

@@ -92,6 +92,41 @@ func TestMergeWalListingOfAMissingStoreDeletesItsDemandRecords(t *testing.T) {
 	require.Empty(t, scan().Targets, "the next sweep round would start another MergeWal that fails")
 }
 
+// A store whose registry entry is gone (removed by hand, a restore of the store's prefix and
+// of _demand/ without it) does not exist, though its store.json does: the MergeWal started for
+// its demand records failed store_not_found in its listing, which kept them since the store.json
+// was there, and the reconcile, which pages through the registry, never reached them, so the
+// sweep started a failing MergeWal for the store every round for ever.
+func TestFindingDemandRecordsOfAnUnregisteredStoreAreDeleted(t *testing.T) {
+	ctx := context.Background()
+	url := memURL(t)
+	db := openDB(t, url, "w1")
+	seal(t, db, "generic:unlisted", []string{"a"}, []string{"b"})
+	b, err := objstore.OpenBucket(ctx, url)
+	require.NoError(t, err)
+	require.NoError(t, b.Delete(ctx, "_registry/generic/unlisted.json"))
+
+	young := openDB(t, url, "w3")
+	_, err = newActivityEnv(t, &Activities{DB: young}).ExecuteActivity(contract.ListPendingShardsActivity, contract.ListPendingShardsParams{Target: "generic:unlisted"})
+	require.ErrorContains(t, err, contract.ErrTypeStoreNotFound)
+	objs, err := b.List(ctx, "_demand/generic/unlisted/")
+	require.NoError(t, err)
+	require.Len(t, objs, 2, "records younger than DemandOrphanAge stay")
+
+	db2 := openDB(t, url, "w2", func(o *store.Options) {
+		o.Now = func() time.Time { return time.Now().Add(store.DemandOrphanAge + time.Minute) }
+	})
+	env := newActivityEnv(t, &Activities{DB: db2})
+	scan := func() contract.ScanDemandResult { return scanGenericDemand(t, env) }
+	require.Len(t, scan().Targets, 1)
+	_, err = env.ExecuteActivity(contract.ListPendingShardsActivity, contract.ListPendingShardsParams{Target: "generic:unlisted"})
+	require.ErrorContains(t, err, contract.ErrTypeStoreNotFound)
+	require.Empty(t, scan().Targets, "the next sweep round would start another MergeWal that fails")
+	ok, err := b.Exists(ctx, "generic/unlisted/store.json")
+	require.NoError(t, err)
+	require.True(t, ok, "only the demand records are deleted")
+}
+
 // scanGenericDemand runs ScanDemand over the generic stores, every store with a pending
 // generation a candidate.
 func scanGenericDemand(t *testing.T, env *testsuite.TestActivityEnvironment) contract.ScanDemandResult {

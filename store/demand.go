@@ -371,13 +371,20 @@ func (s *Store) CleanIdleDemand(ctx context.Context) (DemandCleanResult, error) 
 }
 
 // CleanMissingStoreDemand deletes the demand records of t, older than DemandOrphanAge, when t
-// has no store.json, which the sweep would otherwise start a failing run for every round and
-// the reconcile never reaches. It returns how many it deleted.
+// does not exist (no registry entry, or no store.json), which the sweep would otherwise start a
+// failing run for every round and the reconcile, paging through the registry, never reaches.
+// It returns how many it deleted.
 func (db *DB) CleanMissingStoreDemand(ctx context.Context, t Target) (int, error) {
 	if err := t.Validate(); err != nil {
 		return 0, err
 	}
-	if _, err := db.readMeta(ctx, t); !errors.Is(err, ErrNotFound) {
+	// The registry entry is the store's existence (Open asks for it first): a store.json left
+	// without one is a store no Open, merge or reconcile reaches.
+	if err := db.registered(ctx, t); err == nil {
+		if _, err := db.readMeta(ctx, t); !errors.Is(err, ErrNotFound) {
+			return 0, err
+		}
+	} else if !errors.Is(err, ErrNotFound) {
 		return 0, err
 	}
 	objs, err := db.bucket.List(ctx, demandStorePrefix(t))

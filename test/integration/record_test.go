@@ -486,6 +486,48 @@ func TestRecordReplayHistoriesCarryJSONBounded(t *testing.T) {
 	e.keepHistory(t, outDir, "merge-wal-carry-json-bounded.json", run.GetID(), firstRunID, "merge-carry-json-bounded")
 }
 
+// TestRecordReplayHistoriesRetriesPassingFailures records
+// merge-wal-retries-passing-failures.json (alone with -run
+// TestRecordReplayHistoriesRetriesPassingFailures): the second run of a two-shard MergeWal with
+// passes_per_run 1 whose shard that sorts last fails every Prepare attempt of the first run
+// with a retryable error, so the first run carries it failed; the second run reads the gate
+// merge-retries-passing-failures, merges that shard again and it succeeds.
+func TestRecordReplayHistoriesRetriesPassingFailures(t *testing.T) {
+	e, outDir := recordingEnv(t, "merge-wal-retries-passing-failures.json")
+	const target = "generic:replay-retries"
+	da, db := e.openDB("rec-retries-a", nil), e.openDB("rec-retries-b", nil)
+	e.writeGenerations(e.createStore(da, target), "a", 2, 2)
+	e.writeGenerations(e.createStore(db, target), "b", 2, 2)
+	failing := max(da.Shard(), db.Shard())
+	var failed atomic.Int32
+	e.startHarness(harnessOptions{Shared: da, Shards: []*store.DB{da, db}, Register: func(r tworker.ActivityRegistry, a *activities.Activities) {
+		activities.Register(r, a)
+		r.RegisterActivityWithOptions(func(ctx context.Context, p contract.PrepareParams) (contract.PrepareResult, error) {
+			// Every attempt of the first Prepare fails (the policy's 5), later ones succeed.
+			if p.Shard == failing && failed.Add(1) <= 5 {
+				return contract.PrepareResult{}, temporal.NewApplicationError("storage stalled for the recording", contract.ErrTypeInternal)
+			}
+			return a.Prepare(ctx, p)
+		}, activity.RegisterOptions{Name: contract.PrepareActivity, DisableAlreadyRegisteredCheck: true})
+	}})
+	run := e.startMerge(target, contract.MergeWalInput{MaxGenerations: ptr(1), PassesPerWorkflowRun: 1})
+	firstRunID := run.GetRunID() // Get follows the chain and moves GetRunID to its last run
+	res := e.mergeResult(run, waitLong)
+	if res.ShardsFailed != 0 || res.Reclaimed != 4 {
+		t.Fatalf("result %+v; want every shard merged, the failed one by a later run, 4 generations reclaimed", res)
+	}
+	second := ""
+	for _, ev := range e.history(t, run.GetID(), firstRunID) {
+		if a := ev.GetWorkflowExecutionContinuedAsNewEventAttributes(); a != nil {
+			second = a.GetNewExecutionRunId()
+		}
+	}
+	if second == "" {
+		t.Fatal("the first run did not continue as new")
+	}
+	e.keepHistory(t, outDir, "merge-wal-retries-passing-failures.json", run.GetID(), second, "merge-retries-passing-failures")
+}
+
 // cutToJSON reports whether text was cut to at most budget bytes of JSON, escapes included.
 func cutToJSON(text string, budget int) bool {
 	b, err := json.Marshal(text)

@@ -228,12 +228,15 @@ func (s *Store) putCompactDemand(ctx context.Context, runs int) error {
 // clearCompactDemand deletes the compaction marker once the base the caller read holds under
 // CompactDemandRuns runs (runsLeft), then writes it again if the latest base holds that many: a
 // merge that published since the caller read the base may have written it just before the
-// delete (one that publishes after this read writes it after).
+// delete (one that publishes after this read writes it after). With marking off
+// (CompactDemandRuns 0) it deletes the marker whatever the runs: one left from when marking was
+// on would otherwise start a CompactBase every sweep round for good.
 func (s *Store) clearCompactDemand(ctx context.Context, runsLeft int) error {
-	if t := s.db.opts.CompactDemandRuns; t <= 0 || runsLeft >= t {
+	t := s.db.opts.CompactDemandRuns
+	if t > 0 && runsLeft >= t {
 		return nil
 	}
-	if err := s.db.bucket.Delete(ctx, demandCompactMarker(s.target)); err != nil {
+	if err := s.db.bucket.Delete(ctx, demandCompactMarker(s.target)); err != nil || t <= 0 {
 		return err
 	}
 	base, err := s.loadBase(ctx)
@@ -320,16 +323,15 @@ func (s *Store) ReconcileDemand(ctx context.Context) (DemandCleanResult, error) 
 			errs = append(errs, err)
 		}
 	}
-	if t := s.db.opts.CompactDemandRuns; t > 0 {
-		switch runs := len(base.Runs); {
-		case runs >= t && !d.marker:
-			err = s.putCompactDemand(ctx, runs)
-		case runs < t && d.marker:
-			err = s.clearCompactDemand(ctx, runs)
-		}
-		if err != nil {
-			errs = append(errs, err)
-		}
+	var markErr error
+	switch t, runs := s.db.opts.CompactDemandRuns, len(base.Runs); {
+	case t > 0 && runs >= t && !d.marker:
+		markErr = s.putCompactDemand(ctx, runs)
+	case (t <= 0 || runs < t) && d.marker: // with marking off, a marker is a leftover
+		markErr = s.clearCompactDemand(ctx, runs)
+	}
+	if markErr != nil {
+		errs = append(errs, markErr)
 	}
 	return total, errors.Join(errs...)
 }

@@ -211,6 +211,29 @@ func TestReconcileRepairsMissingDemandAndCompactMarker(t *testing.T) {
 	require.False(t, keyExists(t, db, demandCompactMarker(s.target)), "compaction below the threshold cleared the marker")
 }
 
+// A compaction marker written while workers marked stores (--compact-demand-runs N) stayed for
+// good once they stopped (0 = never mark): neither a compaction nor the reconcile cleared it,
+// so every sweep round started a CompactBase for the store, each rewriting whatever runs the
+// last round's merges added, and succeeding, for ever.
+func TestFindingCompactionMarkerIsClearedOnceMarkingIsOff(t *testing.T) {
+	ctx := context.Background()
+	url := backends(t)["mem"]
+	db, s := newGenericStore(t, url, "orders", func(o *Options) { o.CompactDemandRuns = 2 })
+	for i := range 2 {
+		seal(t, s, row(fmt.Sprint("k", i), 1))
+		call(s.MergeOnce(ctx, db.shard)).must(t)
+	}
+	require.True(t, keyExists(t, db, demandCompactMarker(s.target)))
+
+	off := openTestDB(t, url, "w2", func(o *Options) { o.CompactDemandRuns = 0 })
+	call(openGeneric(t, off, "orders").CompactBase(ctx, CompactParams{})).must(t)
+	require.False(t, keyExists(t, off, demandCompactMarker(s.target)), "the compaction clears the marker nobody writes any more")
+
+	require.NoError(t, db.bucket.Put(ctx, demandCompactMarker(s.target), []byte("{}")))
+	call(openGeneric(t, off, "orders").ReconcileDemand(ctx)).must(t)
+	require.False(t, keyExists(t, off, demandCompactMarker(s.target)), "so does the reconcile")
+}
+
 // ListStores pages the registry in name order with a cursor, across many pages, on both
 // the native (file://) and the start-after (mem://) paths; Walk streams.
 func TestListStoresPagesAcrossManyPages(t *testing.T) {

@@ -214,6 +214,21 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 	return nil
 }
 
+// maxIdentityInstanceBytes bounds the part of --instance a Temporal worker's identity
+// repeats: Temporal refuses every poll whose identity is longer than its ID limit (1,000 bytes
+// by default), and the SDK stops a worker whose polls it keeps refusing.
+const maxIdentityInstanceBytes = 256
+
+// workerIdentity is the identity of this process's Temporal workers, pid@host/instance; an
+// instance longer than maxIdentityInstanceBytes is cut, and its shard id added so that cut
+// instances stay apart. Pure.
+func workerIdentity(pid int, host, instance, shard string) string {
+	if len(instance) > maxIdentityInstanceBytes {
+		instance = contract.Clip(instance, maxIdentityInstanceBytes) + "/" + shard
+	}
+	return fmt.Sprintf("%d@%s/%s", pid, contract.Clip(host, maxIdentityInstanceBytes), instance)
+}
+
 // startTemporalLocked registers search attributes (retried for up to w.ensureWithin, before
 // anything can start a workflow that needs them; one of another type fails it) and starts
 // both Temporal workers, whose activities log to actLog.
@@ -232,7 +247,7 @@ func (w *Worker) startTemporalLocked(ctx context.Context, db *store.DB, actLog *
 		log.Warn("could not register search attributes; workflow starts may fail until they exist", zap.Error(err))
 	}
 	host, _ := os.Hostname()
-	identity := fmt.Sprintf("%d@%s/%s", os.Getpid(), host, w.cfg.Instance)
+	identity := workerIdentity(os.Getpid(), host, w.cfg.Instance, db.Shard())
 	acts := &activities.Activities{DB: db, Logger: actLog, Metrics: w.metrics, Client: w.tc,
 		StartConcurrency: w.cfg.SweepStartConcurrency, RunTimeout: w.cfg.MergeRunTimeout, FairnessWeights: w.cfg.FairnessWeights}
 

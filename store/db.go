@@ -264,10 +264,14 @@ func (db *DB) create(ctx context.Context, t Target, co CreateOptions) (*Store, e
 		if rerr := db.registered(ctx, t); rerr == nil {
 			return nil, fmt.Errorf("store %s: %w", t, ErrAlreadyExists)
 		}
-		// A create crashed between store.json and the registry entry. Finish it only if
-		// the caller asked for the same store; otherwise the name is taken.
-		if !existing.Schema.Equal(meta.Schema) || existing.SealOnAppend != meta.SealOnAppend {
-			return nil, fmt.Errorf("store %s exists with a different schema: %w", t, ErrAlreadyExists)
+		// A create crashed or failed between store.json and the registry entry, or another
+		// process is between them now. Finish it only if the caller asked for the same
+		// store; otherwise the name is taken.
+		if !existing.Schema.Equal(meta.Schema) {
+			return nil, fmt.Errorf("store %s: %w", t, ErrSchemaMismatch)
+		}
+		if existing.SealOnAppend != meta.SealOnAppend {
+			return nil, fmt.Errorf("store %s exists with another seal_on_append: %w", t, ErrAlreadyExists)
 		}
 		meta = existing
 	case err != nil:

@@ -58,6 +58,12 @@ var (
 	// ErrAppendTooLarge: an append has more rows than Options.MaxAppendRows, or its decoded
 	// rows are larger than Options.MemtableBytes. Nothing of it is written.
 	ErrAppendTooLarge = fmt.Errorf("%w: append too large", ErrInvalidInput)
+
+	// A refinement of ErrAlreadyExists, which errors.Is matches too.
+
+	// ErrSchemaMismatch: a create lost to a store of the name with another schema, one whose
+	// create is unfinished included (store.json written, its registry entry not yet or never).
+	ErrSchemaMismatch = fmt.Errorf("%w with another schema", ErrAlreadyExists)
 )
 
 func invalidf(format string, args ...any) error {

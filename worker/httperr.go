@@ -80,7 +80,7 @@ func newAPIError(status int, code, format string, args ...any) *apiError {
 }
 
 // errorAnswers map store marks and context errors to their answers, checked in order: the
-// refinements of ErrInvalidInput before it.
+// refinements of ErrInvalidInput and ErrAlreadyExists before them.
 var errorAnswers = []struct {
 	mark       error
 	status     int
@@ -91,6 +91,7 @@ var errorAnswers = []struct {
 	{store.ErrAppendTooLarge, http.StatusRequestEntityTooLarge, CodeAppendTooLarge, 0},
 	{store.ErrInvalidInput, http.StatusBadRequest, CodeInvalidInput, 0},
 	{store.ErrNotFound, http.StatusNotFound, CodeNotFound, 0},
+	{store.ErrSchemaMismatch, http.StatusConflict, CodeSchemaMismatch, 0},
 	{store.ErrAlreadyExists, http.StatusConflict, CodeAlreadyExists, 0},
 	{store.ErrTooManyPending, http.StatusServiceUnavailable, CodeTooManyPending, retryAfterDebt},
 	{store.ErrConflict, http.StatusConflict, CodeConflict, time.Second},

@@ -32,17 +32,21 @@ func newByteBudget(size int64, knob, what string) *byteBudget {
 	return &byteBudget{sem: semaphore.NewWeighted(size), size: size, knob: knob, what: what}
 }
 
-// take reserves n bytes, waiting at most budgetWait (else store.ErrBudgetBusy); the caller
-// calls release, idempotent, once it no longer holds them.
+// take reserves n bytes, waiting at most budgetWait (else store.ErrBudgetBusy, or ctx's error
+// when ctx ended first: the client went away); the caller calls release, idempotent, once it
+// no longer holds them.
 //
 // REQUIRES: n <= the budget's size (Config.Validate keeps every reservation within it).
 func (b *byteBudget) take(ctx context.Context, n int64) (release func(), err error) {
 	if b == nil {
 		return func() {}, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, budgetWait)
+	wctx, cancel := context.WithTimeout(ctx, budgetWait)
 	defer cancel()
-	if err := b.sem.Acquire(ctx, n); err != nil {
+	if err := b.sem.Acquire(wctx, n); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, fmt.Errorf("%s hold the budget of --%s (%d bytes) for longer than %s; this one needs %d bytes: %w",
 			b.what, b.knob, b.size, budgetWait, n, store.ErrBudgetBusy)
 	}

@@ -19,12 +19,21 @@ func MaintenanceSweep(ctx workflow.Context, in contract.MaintenanceSweepInput) (
 		return contract.MaintenanceSweepResult{}, err
 	}
 	res, err := demandSweep(ctx, in.WithDefaults(), roundLabel{})
+	if ctx.Err() != nil && gated(ctx, sweepCancelEndsCanceledChange) {
+		return res, temporal.NewCanceledError("sweep canceled")
+	}
 	if err != nil {
 		return res, err
 	}
 	recordMaintenance(ctx, contract.MaintenanceSweepName)
 	return res, nil
 }
+
+// sweepCancelEndsCanceledChange is the GetVersion change ID of a MaintenanceSweep that ends
+// Canceled when it was cancelled, where a listing cut short by the cancel failed it with
+// SweepListFailed and a cancel during its starts completed it and recorded a success; only a
+// cancelled run records the marker, after its sweep.
+const sweepCancelEndsCanceledChange = "sweep-cancel-ends-canceled"
 
 // sweepStarts runs one sweep's StartWorkflows batches, at most in.Concurrency in flight.
 type sweepStarts struct {

@@ -134,6 +134,13 @@ func (c *chain) cached() any {
 	return c.hintObj
 }
 
+// listLatest lists the chain and returns its latest version and bytes (0, nil, nil: empty).
+// The latest is the highest version whose predecessor is listed too, else the lowest: a
+// handle that knows a version finds the next one by probing v+1, so a version above a gap
+// (a stray copy under a far higher number) is one no probe ever reaches, and a handle that
+// took it from a listing would read and publish another chain than every other handle.
+// Collection keeps 256 versions behind the latest, so the real latest always has its
+// predecessor once the chain holds two. The versions above the gap are counted as foreign.
 func (c *chain) listLatest(ctx context.Context) (uint64, []byte, error) {
 	vs, err := c.versions(ctx)
 	if err != nil {
@@ -142,13 +149,29 @@ func (c *chain) listLatest(ctx context.Context) (uint64, []byte, error) {
 	if len(vs) == 0 {
 		return 0, nil, nil
 	}
-	best := vs[len(vs)-1]
+	best := chainTop(vs)
+	for _, v := range vs {
+		if v > best {
+			c.db.foreignObject(foreignManifests, c.prefix+versionName(v))
+		}
+	}
 	raw, err := c.get(ctx, best)
 	if errors.Is(err, ErrNotFound) {
 		// Collected between list and get: a newer version exists; the caller probes on.
 		return best, nil, nil
 	}
 	return best, raw, err
+}
+
+// chainTop is the latest of the listed versions vs (ascending, not empty): the highest one
+// whose predecessor is listed, else the lowest. Pure.
+func chainTop(vs []uint64) uint64 {
+	for i := len(vs) - 1; i > 0; i-- {
+		if vs[i-1]+1 == vs[i] {
+			return vs[i]
+		}
+	}
+	return vs[0]
 }
 
 // publish writes version v and makes it the cached latest with obj (nil: none) as its decoded

@@ -46,6 +46,7 @@ checks=(
   "compaction-ignores-unsealed-rows|./store/|^TestCompactionKeepsTombstonesOverUnsealedRows\$|-|a row older than the delete must not come back"
   "compaction-ignores-quarantined-runs|./store/|^TestReleaseRepairedRun\$|-|x stays deleted"
   "late-wal-write-acknowledged|./store/|^TestWALWriteLandingPastTheAckWindowIsNotAcknowledged\$|-|Expected error with \"storage stalled\" in chain"
+  "stray-version-is-latest|./store/|^TestFindingStrayManifestVersionAboveTheChainIsForeign\$|-|a handle opened after the stray reads the chain's latest base"
 )
 
 if [[ "${1:-}" == "--list" ]]; then

@@ -338,7 +338,11 @@ func (w *writer) replayClaimed(ctx context.Context, pos uint64) error {
 	return err
 }
 
-// replay adds the rows of WAL position pos to the active memtable.
+// replay adds the rows of WAL position pos to the active memtable. A row at or below the
+// claimed manifest's max_seq is skipped: every write above replay_after got its sequence after
+// the rows the shard sealed, so such a row is a copy of one sealed already (an old WAL object
+// restored or copied under a higher position), and replayed it could bring back a key whose
+// delete a compaction has since dropped; the object is counted as foreign.
 //
 // REQUIRES: w is not shared yet (openWriter, before the WAL committer starts), which is why
 // it touches the fields mu guards without holding mu.
@@ -348,20 +352,28 @@ func (w *writer) replay(ctx context.Context, pos uint64) error {
 		return err
 	}
 	defer releaseAll(recs)
+	sealed, stale := w.manifest.MaxSeq, false
 	for _, rec := range recs {
 		view, err := w.s.codec.View(rec)
 		if err != nil {
 			return err
 		}
 		for i := 0; i < int(rec.NumRows()); i++ {
+			seq := view.Seq(i)
+			if seq <= sealed {
+				stale = true
+				continue
+			}
 			row, err := w.s.codec.RowAt(rec, i)
 			if err != nil {
 				return err
 			}
-			seq := view.Seq(i)
 			w.active.add(memRow{row: row, seq: seq, deleted: view.Deleted(i)})
 			w.lastSeq = max(w.lastSeq, seq)
 		}
+	}
+	if stale {
+		w.s.db.foreignObject(foreignWAL, walKey(w.s.target, w.shard, pos))
 	}
 	w.active.maxPos = pos
 	return nil

@@ -47,6 +47,7 @@ checks=(
   "compaction-ignores-quarantined-runs|./store/|^TestReleaseRepairedRun\$|-|x stays deleted"
   "late-wal-write-acknowledged|./store/|^TestWALWriteLandingPastTheAckWindowIsNotAcknowledged\$|-|Expected error with \"storage stalled\" in chain"
   "stray-version-is-latest|./store/|^TestFindingStrayManifestVersionAboveTheChainIsForeign\$|-|a handle opened after the stray reads the chain's latest base"
+  "stale-wal-copy-replayed|./store/|^TestFindingStaleWALCopyAboveReplayAfterIsNotReplayed\$|-|a deleted key must not come back from a stale WAL copy"
 )
 
 if [[ "${1:-}" == "--list" ]]; then

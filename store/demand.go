@@ -236,8 +236,11 @@ func (s *Store) clearCompactDemand(ctx context.Context, runsLeft int) error {
 	if t > 0 && runsLeft >= t {
 		return nil
 	}
-	if err := s.db.bucket.Delete(ctx, demandCompactMarker(s.target)); err != nil || t <= 0 {
+	if err := s.db.bucket.Delete(ctx, demandCompactMarker(s.target)); err != nil {
 		return err
+	}
+	if t <= 0 {
+		return nil // marking is off: nothing writes the marker again
 	}
 	base, err := s.loadBase(ctx)
 	if err != nil {
@@ -382,11 +385,11 @@ func (db *DB) CleanMissingStoreDemand(ctx context.Context, t Target) (int, error
 	}
 	// The registry entry is the store's existence (Open asks for it first): a store.json left
 	// without one is a store no Open, merge or reconcile reaches.
-	if err := db.registered(ctx, t); err == nil {
-		if _, err := db.readMeta(ctx, t); !errors.Is(err, ErrNotFound) {
-			return 0, err
-		}
-	} else if !errors.Is(err, ErrNotFound) {
+	err := db.registered(ctx, t)
+	if err == nil {
+		_, err = db.readMeta(ctx, t)
+	}
+	if !errors.Is(err, ErrNotFound) {
 		return 0, err
 	}
 	objs, err := db.bucket.List(ctx, demandStorePrefix(t))

@@ -59,10 +59,9 @@ var (
 	// rows are larger than Options.MemtableBytes. Nothing of it is written.
 	ErrAppendTooLarge = fmt.Errorf("%w: append too large", ErrInvalidInput)
 
-	// A refinement of ErrAlreadyExists, which errors.Is matches too.
-
 	// ErrSchemaMismatch: a create lost to a store of the name with another schema, one whose
 	// create is unfinished included (store.json written, its registry entry not yet or never).
+	// A refinement of ErrAlreadyExists, which errors.Is matches too.
 	ErrSchemaMismatch = fmt.Errorf("%w with another schema", ErrAlreadyExists)
 )
 

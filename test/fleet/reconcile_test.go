@@ -61,9 +61,11 @@ func TestReconcileRepairsWhatTheIndexMissed(t *testing.T) {
 	acts := &activities.Activities{DB: db, Client: tc}
 	startWorkers(t, tc, acts, contract.TaskQueue, contract.ShardQueue(writer.Shard()))
 
-	// The worker's schedule for it: ReconcileDemand, overlap SKIP, jittered.
-	require.NoError(t, temporaladmin.EnsureReconcileSchedule(ctx, tc, time.Hour))
-	require.NoError(t, temporaladmin.EnsureReconcileSchedule(ctx, tc, time.Hour), "idempotent")
+	// The worker's schedule for it: ReconcileDemand, overlap SKIP, jittered. Retried as a
+	// starting worker retries it: a dev server beside the run's other lanes answers late.
+	ensure := func(ctx context.Context) error { return temporaladmin.EnsureReconcileSchedule(ctx, tc, time.Hour) }
+	require.NoError(t, temporaladmin.RetryTransient(ctx, temporaladmin.EnsureWithin, nil, ensure))
+	require.NoError(t, temporaladmin.RetryTransient(ctx, temporaladmin.EnsureWithin, nil, ensure), "idempotent")
 	d, err := temporaladmin.DescribeSchedule(ctx, tc, temporaladmin.ReconcileScheduleID)
 	require.NoError(t, err)
 	act, ok := d.Schedule.Action.(*client.ScheduleWorkflowAction)
